@@ -1,0 +1,54 @@
+# oncely: build, lint, test.  `make demo` and `make test` do all set-up on a fresh machine.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+# Stamp file: the venv is (re)installed only when pyproject.toml is newer than it.
+STAMP  := $(VENV)/.installed
+
+# `make test` runs the Hypothesis properties at CI strength (5,000 examples); override with
+# `make test HYPOTHESIS_PROFILE=dev` for a quicker local run.  Extra pytest args: PYTEST_ARGS.
+HYPOTHESIS_PROFILE ?= ci
+PYTEST_ARGS ?=
+LINT_PATHS := $(wildcard src tests bench)
+
+.DEFAULT_GOAL := help
+
+.PHONY: help venv .venv demo lint test bench clean
+
+help:
+	@echo "make demo   create .venv, install, show the next occurrences of two schedules"
+	@echo "make test   create .venv, install dev deps, run lint and the whole test suite"
+	@echo "make lint   ruff check, ruff format --check, mypy (strict on src/)"
+	@echo "make bench  run bench/recurrence.py"
+	@echo "make clean  remove .venv and caches"
+
+venv .venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+		{ echo "error: oncely needs Python >= 3.11; '$(PYTHON)' is $$($(PYTHON) -V 2>&1)." \
+		       "Run e.g. 'make PYTHON=python3.11'." >&2; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -e '.[dev]'
+	touch $@
+
+demo: $(STAMP)
+	$(BIN)/oncely preview "FREQ=WEEKLY;BYDAY=MO,WE,FR;BYHOUR=9" --tz Europe/Berlin -n 10
+	$(BIN)/oncely preview "30 2 * * *" --tz Europe/Berlin --start 2026-03-27T00:00:00 -n 4
+
+lint: $(STAMP)
+	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/ruff format --check $(LINT_PATHS)
+	$(BIN)/mypy
+
+test: $(STAMP) lint
+	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(BIN)/pytest $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python bench/recurrence.py
+
+clean:
+	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	find src tests bench -name __pycache__ -type d -prune -exec rm -rf {} +
+	find src -maxdepth 2 -name '*.egg-info' -type d -prune -exec rm -rf {} +

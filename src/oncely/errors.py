@@ -1,0 +1,46 @@
+"""Every error oncely raises: one root, `OncelyError`, and subclasses that carry data.
+
+A class's docstring is its default message. Driver errors are translated where they happen
+(the store, the lock providers) with `raise ... from exc`; nothing else escapes the public API.
+"""
+
+from __future__ import annotations
+
+
+class OncelyError(Exception):
+    """oncely could not do what was asked."""
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or (self.__doc__ or type(self).__name__).strip())
+
+
+class InvalidSchedule(OncelyError, ValueError):
+    """The schedule is not valid."""
+
+    rule: str
+    reason: str
+
+    def __init__(self, reason: str, *, rule: str = "", hint: str = "") -> None:
+        self.rule = rule
+        self.reason = reason
+        self.hint = hint
+        message = f"{rule!r}: {reason}" if rule else reason
+        if hint:
+            message = f"{message} ({hint})"
+        super().__init__(message)
+
+
+class Terminal(OncelyError):
+    """The job failed in a way that must not be retried."""
+
+
+class LockHeld(OncelyError):
+    """The lock is held by another owner."""
+
+
+class StoreUnavailable(OncelyError):
+    """The store cannot be reached."""
+
+
+class UnknownSchedule(OncelyError, LookupError):
+    """No schedule has that key."""

@@ -1,0 +1,31 @@
+"""`at(when)`: a single instant."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from oncely.recurrence.trigger import Trigger
+from oncely.recurrence.wallclock import Instance, as_utc
+
+
+class At(Trigger):
+    """Fires once, at the aware instant ``when``; nothing after it."""
+
+    kind = "at"
+    __slots__ = ("when",)
+
+    def __init__(self, when: datetime) -> None:
+        self.when = as_utc(when, "when")
+
+    def __repr__(self) -> str:
+        return f"at({self.when.isoformat()})"
+
+    def _definition(self) -> tuple[Any, ...]:
+        return (self.kind, self.when)
+
+    def _instances_after(self, t: datetime) -> Iterator[Instance]:
+        if self.when > t:
+            wall = self.when.replace(tzinfo=None)
+            yield Instance(self.when, wall, 0, "UTC", wall)

@@ -1,0 +1,63 @@
+"""The trigger interface: every kind of schedule answers "when next?" the same way."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from oncely.recurrence.wallclock import Instance, as_utc
+
+
+class Trigger(ABC):
+    """When a schedule fires.
+
+    All times in and out are aware datetimes; results are in UTC. Triggers are immutable values:
+    two triggers built from the same definition are equal and compute the same instants, in any
+    process, which is what lets independent instances agree on occurrence times.
+    """
+
+    kind: str
+
+    @abstractmethod
+    def _instances_after(self, t: datetime) -> Iterator[Instance]:
+        """Yield the instances strictly after UTC instant ``t`` in increasing order."""
+
+    @abstractmethod
+    def _definition(self) -> tuple[Any, ...]:
+        """Return what defines this trigger, for equality and hashing."""
+
+    def instances_after(self, t: datetime) -> Iterator[Instance]:
+        """Yield the instances strictly after ``t``, strictly increasing, until the series ends."""
+        return self._instances_after(as_utc(t))
+
+    def next_instance_after(self, t: datetime) -> Instance | None:
+        """Return the first instance strictly after ``t``, or None when the series has ended."""
+        return next(self._instances_after(as_utc(t)), None)
+
+    def next_after(self, t: datetime) -> datetime | None:
+        """Return the first firing instant strictly after ``t`` (UTC), or None when ended."""
+        instance = self.next_instance_after(t)
+        return None if instance is None else instance.at
+
+    def instances_between(self, a: datetime, b: datetime) -> Iterator[Instance]:
+        """Yield the instances in (a, b]: after ``a``, up to and including ``b``."""
+        end = as_utc(b, "b")
+        for instance in self._instances_after(as_utc(a, "a")):
+            if instance.at > end:
+                return
+            yield instance
+
+    def between(self, a: datetime, b: datetime) -> Iterator[datetime]:
+        """Yield the firing instants in (a, b] (UTC), the same ones `next_after` chains through."""
+        for instance in self.instances_between(a, b):
+            yield instance.at
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Trigger):
+            return NotImplemented
+        return self._definition() == other._definition()
+
+    def __hash__(self) -> int:
+        return hash(self._definition())
