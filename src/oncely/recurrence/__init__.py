@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from oncely.recurrence.cron import Cron, parse_cron, validate_cron
+from oncely.recurrence.crontab import Cron, parse_cron, validate_cron
 from oncely.recurrence.interval import EPOCH, Every
 from oncely.recurrence.oneoff import At
 from oncely.recurrence.rfc5545 import Rule, parse_rrule, validate_rrule
-from oncely.recurrence.rrule import DEFAULT_MAX_SPAN, RRule
+from oncely.recurrence.rule_trigger import DEFAULT_MAX_SPAN, RRule
 from oncely.recurrence.trigger import Trigger
 from oncely.recurrence.wallclock import DstFold, DstGap, Instance, Zone
 

@@ -12,6 +12,7 @@ stops at whichever ends first. It never adds a part: a rule's own bounds are aut
 from __future__ import annotations
 
 import calendar
+import dataclasses
 import difflib
 import logging
 import re
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
 from oncely.errors import InvalidSchedule
+from oncely.recurrence.expansion import Expansion
 from oncely.recurrence.lenient import warn_once
 
 logger = logging.getLogger("oncely.recurrence")
@@ -44,6 +46,7 @@ _UNTIL_FORMAT = re.compile(r"^(\d{4})(\d{2})(\d{2})(?:T(\d{2})(\d{2})(\d{2})(Z?)
 _BYDAY_FORMAT = re.compile(r"^([+-]?)(\d{1,2})?([A-Z]{2})$")
 _DTSTART_FORMAT = re.compile(r"^DTSTART(?:;TZID=([^:;]+))?(?:;VALUE=DATE(?:-TIME)?)?:(\S+)$")
 _EXAMPLE = "e.g. FREQ=WEEKLY;BYDAY=MO,WE;BYHOUR=9"
+_NEUTRAL_START = datetime(2000, 1, 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,17 +120,24 @@ def parse_rrule(text: str) -> Rule | None:
     try:
         return _read(text, strict=False)
     except InvalidSchedule as exc:
-        warn_once(logger, f"rrule:{text!r}", "ignoring invalid recurrence rule: %s", exc)
+        warn_once(logger, _key(text), "ignoring invalid recurrence rule: %s", exc)
     except Exception as exc:  # the lenient posture never raises, whatever the input
-        warn_once(
-            logger, f"rrule:{text!r}", "ignoring unreadable recurrence rule %r: %r", text, exc
-        )
+        warn_once(logger, _key(text), "ignoring unreadable recurrence rule: %s", type(exc).__name__)
     return None
+
+
+def _key(text: object) -> str:
+    """A key for one bad input; repr() of a hostile object may itself raise."""
+    if isinstance(text, str):
+        return "rrule:" + text
+    return f"rrule:<{type(text).__name__}>"
 
 
 def _read(text: str, *, strict: bool) -> Rule:
     if not isinstance(text, str):
         raise InvalidSchedule(f"a rule is text, not {type(text).__name__}", hint=_EXAMPLE)
+    # the text goes into messages through repr(), which a str subclass could override
+    text = str.__str__(text)
     if len(text) > MAX_TEXT:
         raise InvalidSchedule(
             f"the rule is {len(text)} characters long; at most {MAX_TEXT} are accepted",
@@ -233,7 +243,11 @@ def _read_parts(line: str, text: str, start: Start | None, *, strict: bool) -> R
     intervals = [_positive(i, "INTERVAL", MAX_INTERVAL, text) for i in values.get("INTERVAL", [])]
     untils = _effective_untils([_read_until(u, text) for u in values.get("UNTIL", [])])
     ints = {name: _int_list(values[name][0], name, text) for name in _INT_PARTS if name in values}
-    byday = _byday(values["BYDAY"][0], freq, text) if "BYDAY" in values else ()
+    # With FREQ=YEARLY and BYMONTH (and no BYWEEKNO) a BYDAY position counts within the month.
+    in_month = freq == "MONTHLY" or (
+        freq == "YEARLY" and "BYMONTH" in values and "BYWEEKNO" not in values
+    )
+    byday = _byday(values["BYDAY"][0], freq, in_month, text) if "BYDAY" in values else ()
     wkst = WEEKDAYS.index(_weekday(values["WKST"][0], "WKST", text)) if "WKST" in values else 0
 
     rule = Rule(
@@ -255,6 +269,20 @@ def _read_parts(line: str, text: str, start: Start | None, *, strict: bool) -> R
         start=start,
     )
     _check_combinations(rule, text)
+    # dateutil walks to the year 9999 before giving up on a rule no date can match; catch those
+    # here so neither posture ever does that walk. Without a DTSTART the INTERVAL's phase is
+    # unknown, so only rules that no phase could satisfy (INTERVAL=1 finds nothing) are refused.
+    if start is not None:
+        expansion = Expansion.of(rule, start.value)
+    else:
+        expansion = dataclasses.replace(Expansion.of(rule, _NEUTRAL_START), interval=1)
+    if not expansion.could_fire():
+        raise InvalidSchedule(
+            "no date ever matches this rule, so it never fires",
+            rule=text,
+            hint="check BYSETPOS and BYDAY positions against the other BY parts, "
+            "e.g. FREQ=MONTHLY;BYDAY=MO;BYSETPOS=-1 for the last Monday",
+        )
     return rule
 
 
@@ -270,8 +298,13 @@ def _example_of(name: str) -> str:
     return examples.get(name) or f"e.g. {_INT_PARTS[name][3]}"
 
 
+def _is_digits(text: str) -> bool:
+    """True for ASCII digits only: str.isdigit() also accepts "²" and "①", which int() refuses."""
+    return text.isascii() and text.isdigit()
+
+
 def _positive(value: str, name: str, high: int, text: str) -> int:
-    if not value.isdigit() or not 1 <= int(value) <= high:
+    if not _is_digits(value) or not 1 <= int(value) <= high:
         raise InvalidSchedule(
             f"{name}={value} is not a whole number from 1 to {high}",
             rule=text,
@@ -331,7 +364,7 @@ def _int_list(value: str, name: str, text: str) -> tuple[int, ...]:
     for item in value.split(","):
         item = item.strip()
         digits = item[1:] if signed and item[:1] in "+-" else item
-        number = int(item) if digits.isdigit() and len(digits) <= 4 else None
+        number = int(item) if _is_digits(digits) and len(digits) <= 4 else None
         if number is None or not low <= abs(number) <= high or (number < 0 and not signed):
             allowed = f"{low} to {high}" + (
                 f", or -{high} to -{low} counting back" if signed else ""
@@ -354,7 +387,7 @@ def _weekday(value: str, name: str, text: str) -> str:
     return value
 
 
-def _byday(value: str, freq: str, text: str) -> tuple[tuple[int | None, int], ...]:
+def _byday(value: str, freq: str, in_month: bool, text: str) -> tuple[tuple[int | None, int], ...]:
     result: list[tuple[int | None, int]] = []
     for item in value.split(","):
         item = item.strip()
@@ -367,7 +400,7 @@ def _byday(value: str, freq: str, text: str) -> tuple[tuple[int | None, int], ..
         weekday = WEEKDAYS.index(_weekday(name, "BYDAY", text))
         ordinal: int | None = None
         if digits is not None:
-            limit = {"MONTHLY": 5, "YEARLY": 53}.get(freq)
+            limit = 5 if in_month else {"YEARLY": 53}.get(freq)
             if limit is None:
                 raise InvalidSchedule(
                     f"BYDAY value {item!r} has a position, which only FREQ=MONTHLY or YEARLY "
@@ -378,7 +411,8 @@ def _byday(value: str, freq: str, text: str) -> tuple[tuple[int | None, int], ..
             ordinal = int(digits) * (-1 if sign == "-" else 1)
             if not 1 <= abs(ordinal) <= limit:
                 raise InvalidSchedule(
-                    f"BYDAY value {item!r} is out of range; with FREQ={freq} a position is 1 to "
+                    f"BYDAY value {item!r} is out of range; with FREQ={freq}"
+                    f"{';BYMONTH' if in_month and freq == 'YEARLY' else ''} a position is 1 to "
                     f"{limit} or -{limit} to -1",
                     rule=text,
                     hint="e.g. BYDAY=2MO (second Monday) or BYDAY=-1FR (last Friday)",

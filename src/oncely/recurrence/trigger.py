@@ -30,11 +30,17 @@ class Trigger(ABC):
 
     def instances_after(self, t: datetime) -> Iterator[Instance]:
         """Yield the instances strictly after ``t``, strictly increasing, until the series ends."""
-        return self._instances_after(as_utc(t))
+        return self._bounded(as_utc(t))
 
     def next_instance_after(self, t: datetime) -> Instance | None:
         """Return the first instance strictly after ``t``, or None when the series has ended."""
-        return next(self._instances_after(as_utc(t)), None)
+        return next(self._bounded(as_utc(t)), None)
+
+    def _bounded(self, t: datetime) -> Iterator[Instance]:
+        try:
+            yield from self._instances_after(t)
+        except OverflowError:  # past what datetime can hold (years 1 to 9999): the series ends
+            return
 
     def next_after(self, t: datetime) -> datetime | None:
         """Return the first firing instant strictly after ``t`` (UTC), or None when ended."""
@@ -44,7 +50,7 @@ class Trigger(ABC):
     def instances_between(self, a: datetime, b: datetime) -> Iterator[Instance]:
         """Yield the instances in (a, b]: after ``a``, up to and including ``b``."""
         end = as_utc(b, "b")
-        for instance in self._instances_after(as_utc(a, "a")):
+        for instance in self._bounded(as_utc(a, "a")):
             if instance.at > end:
                 return
             yield instance

@@ -62,6 +62,7 @@ def validate_cron(expr: str) -> str:
         raise InvalidSchedule(
             f"a cron expression is text, not {type(expr).__name__}", hint='e.g. "0 9 * * MON-FRI"'
         )
+    expr = str.__str__(expr)  # messages use repr(), which a str subclass could override
     text = " ".join(expr.split())
     if text.startswith("@"):
         if text.lower() not in ALIASES:
@@ -109,11 +110,16 @@ def parse_cron(expr: str) -> str | None:
     try:
         return validate_cron(expr)
     except InvalidSchedule as exc:
-        warn_once(logger, f"cron:{expr!r}", "ignoring invalid cron expression: %s", exc)
+        warn_once(logger, _key(expr), "ignoring invalid cron expression: %s", exc)
         return None
     except Exception as exc:  # the lenient posture never raises, whatever the input
-        warn_once(logger, f"cron:{expr!r}", "ignoring unreadable cron expression %r: %r", expr, exc)
+        warn_once(logger, _key(expr), "ignoring unreadable cron expression: %s", type(exc).__name__)
         return None
+
+
+def _key(expr: object) -> str:
+    """A key for one bad input; repr() of a hostile object may itself raise."""
+    return "cron:" + expr if isinstance(expr, str) else f"cron:<{type(expr).__name__}>"
 
 
 class Cron(Trigger):

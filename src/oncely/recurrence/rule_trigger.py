@@ -16,7 +16,7 @@ from dateutil import rrule as du
 from oncely.errors import InvalidSchedule
 from oncely.recurrence.expansion import Expansion
 from oncely.recurrence.lenient import log_once
-from oncely.recurrence.rfc5545 import Rule, Until, validate_rrule
+from oncely.recurrence.rfc5545 import Rule, Start, Until, validate_rrule
 from oncely.recurrence.trigger import Trigger
 from oncely.recurrence.wallclock import (
     DstFold,
@@ -99,10 +99,20 @@ class RRule(Trigger):
         self._stop_is_span = False
         self._anchors: OrderedDict[int | None, du.rrule] = OrderedDict()
         self._checkpoints: list[tuple[datetime, int]] = []
+        self._exhausted_after: datetime | None = None
+        self._recent: tuple[datetime, int] | None = None
         self._lock = threading.Lock()
-        wall = _start_wall(self.zone, given, start)
-        if wall is not None:
-            self._bind(wall)
+        try:
+            wall, instant = _start_wall(self.zone, given, start)
+            if wall is not None:
+                self._bind(wall, instant)
+        except OverflowError as exc:
+            raise InvalidSchedule(
+                "the start is too close to the ends of the calendar (years 1 to 9999) in "
+                f"{self.zone.name}",
+                rule=self.rule.text,
+                hint="start between the years 2 and 9998",
+            ) from exc
 
     def with_start(self, start: datetime) -> RRule:
         """Return this rule with ``start`` as its DTSTART, unless it already has one."""
@@ -135,7 +145,7 @@ class RRule(Trigger):
             self.dst_fold,
         )
 
-    def _bind(self, wall: datetime) -> None:
+    def _bind(self, wall: datetime, instant: datetime | None) -> None:
         expansion = Expansion.of(self.rule, wall)
         if not expansion.could_fire():
             raise InvalidSchedule(
@@ -143,8 +153,8 @@ class RRule(Trigger):
                 rule=self.rule.text,
                 hint="check BYSETPOS, BYDAY positions and BYMONTH/BYMONTHDAY against each other",
             )
-        first = self.zone.resolve(wall, "shift", "first")[0]
-        self.start = first.at
+        # An aware start names one instant even inside a fold, where its wall time names two.
+        self.start = instant or self.zone.resolve(wall, "shift", "first")[0].at
         self._expansion = expansion
         if self.rule.untils:
             self._stop = min(_until_instant(self.zone, u) for u in self.rule.untils)
@@ -175,22 +185,41 @@ class RRule(Trigger):
                 rule=self.rule.text,
                 hint="pass start=..., add a DTSTART line, or use rule.with_start(when)",
             )
+        start = self.start
+        assert start is not None
         after = (t + self.zone.min_offset_near(t)).replace(tzinfo=None)
+        if self._exhausted_after is not None and after >= self._exhausted_after:
+            return
         ordinals: dict[datetime, int] = {}
         if self.rule.count is None:
             walls = expansion.walls_after(self._rule_for(expansion.anchor_for(after)), after)
         else:
             walls = self._counted_walls_after(expansion, after, ordinals)
+        walls = self._noting_exhaustion(walls, after)
         for instance in resolve_walls(self.zone, walls, self.dst_gap, self.dst_fold):
             if self._stop is not None and instance.at > self._stop:
                 if self._stop_is_span:
                     self._log_span_stop()
                 return
-            if instance.at > t:
-                ordinal = ordinals.pop(instance.nominal, None)
+            if instance.at > t and instance.at >= start:
+                ordinal = ordinals.get(instance.nominal)
                 yield (
                     instance if ordinal is None else dataclasses.replace(instance, ordinal=ordinal)
                 )
+
+    def _noting_exhaustion(self, walls: Iterator[datetime], after: datetime) -> Iterator[datetime]:
+        """Pass ``walls`` through; when they run out, remember that nothing follows the last one.
+
+        A rule can run dry only by walking dateutil to the year 9999 (some INTERVAL phases never
+        meet the BY parts), which takes seconds; remembering makes every later ask free.
+        """
+        last = after
+        for wall in walls:
+            last = max(last, wall)
+            yield wall
+        with self._lock:
+            if self._exhausted_after is None or last < self._exhausted_after:
+                self._exhausted_after = last
 
     def _rule_for(self, anchor: int | None) -> du.rrule:
         assert self._expansion is not None
@@ -212,8 +241,9 @@ class RRule(Trigger):
     ) -> Iterator[datetime]:
         """Yield the walls after ``after`` with their ordinals, resuming from a checkpoint.
 
-        Checkpoints (wall, ordinal) are kept every 256 occurrences as they are first walked, so a
-        COUNT rule is walked from its start once and then resumed close to where it is asked.
+        Checkpoints (wall, ordinal) are kept every 256 occurrences as they are first walked, and
+        the latest occurrence walked past is remembered, so a COUNT rule is walked from its start
+        once and then resumed where it was last asked (a scheduler asks in increasing order).
         """
         count = self.rule.count
         assert count is not None
@@ -222,6 +252,9 @@ class RRule(Trigger):
                 return
             index = max(0, bisect.bisect_right(self._checkpoints, (after, count + 1)) - 1)
             wall, ordinal = self._checkpoints[index]
+            recent = self._recent
+        if recent is not None and wall < recent[0] <= after:
+            wall, ordinal = recent
         rule = self._rule_for(expansion.anchor_for(wall))
         for current in expansion.walls_after(rule, wall - timedelta(seconds=1)):
             if ordinal > count:
@@ -230,7 +263,11 @@ class RRule(Trigger):
                 with self._lock:
                     if current > self._checkpoints[-1][0]:
                         self._checkpoints.append((current, ordinal))
-            if current > after:
+            if current <= after:
+                with self._lock:
+                    if self._recent is None or current > self._recent[0]:
+                        self._recent = (current, ordinal)
+            else:
                 ordinals[current] = ordinal
                 yield current
             ordinal += 1
@@ -252,25 +289,36 @@ class RRule(Trigger):
         )
 
 
-def _start_wall(zone: Zone, given: Any, start: datetime | None) -> datetime | None:
-    """Return the naive wall time of the start in ``zone``, truncated to whole seconds."""
+def _start_wall(
+    zone: Zone, given: Start | None, start: datetime | None
+) -> tuple[datetime | None, datetime | None]:
+    """Return the start's naive wall time in ``zone`` (whole seconds) and, when it names one
+    instant (aware, or a DTSTART in UTC), that instant."""
     if given is not None:
         if given.utc:
-            return zone.wall_of(given.value.replace(tzinfo=UTC))[0]
-        wall: datetime = given.value
-        return wall
+            instant = given.value.replace(tzinfo=UTC)
+            return zone.wall_of(instant)[0], instant
+        return given.value, None
     if start is None:
-        return None
+        return None, None
     if not isinstance(start, datetime):
         raise InvalidSchedule(
             f"start={start!r} is not a datetime", hint="e.g. start=datetime(2026, 1, 5, 9, 0)"
         )
     if start.tzinfo is not None and start.utcoffset() is not None:
-        return zone.wall_of(start)[0].replace(microsecond=0)
-    return start.replace(tzinfo=None, microsecond=0)
+        instant = start.astimezone(UTC).replace(microsecond=0)
+        return zone.wall_of(instant)[0], instant
+    return start.replace(tzinfo=None, microsecond=0), None
 
 
 def _until_instant(zone: Zone, until: Until) -> datetime:
+    try:
+        return _until_instant_unchecked(zone, until)
+    except OverflowError:  # an UNTIL at the end of the calendar bounds nothing
+        return datetime.max.replace(tzinfo=UTC)
+
+
+def _until_instant_unchecked(zone: Zone, until: Until) -> datetime:
     if until.utc:
         return until.value.replace(tzinfo=UTC)
     if until.date_only:

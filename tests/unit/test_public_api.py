@@ -1,0 +1,51 @@
+"""The names DESIGN.md promises, and the one error root."""
+
+from __future__ import annotations
+
+import pytest
+
+import oncely
+from oncely import errors
+
+RECURRENCE_API = {
+    "cron",
+    "every",
+    "rrule",
+    "at",
+    "validate_rrule",
+    "parse_rrule",
+    "validate_cron",
+    "parse_cron",
+}
+ERRORS = {"OncelyError", "InvalidSchedule", "Terminal", "LockHeld", "StoreUnavailable"}
+
+
+def test_recurrence_api_and_errors_are_exported() -> None:
+    assert set(oncely.__all__) >= RECURRENCE_API | ERRORS
+    for name in oncely.__all__:
+        assert getattr(oncely, name) is not None
+    for name in RECURRENCE_API:
+        assert callable(getattr(oncely, name)), name
+
+
+@pytest.mark.parametrize("name", sorted(ERRORS | {"UnknownSchedule"}))
+def test_every_error_is_an_oncely_error_with_a_default_message(name: str) -> None:
+    cls = getattr(errors, name)
+    assert issubclass(cls, oncely.OncelyError)
+    if cls is not oncely.InvalidSchedule:
+        assert str(cls()) == (cls.__doc__ or "").strip()
+
+
+def test_invalid_schedule_carries_rule_reason_and_hint() -> None:
+    error = oncely.InvalidSchedule("FREQ is missing", rule="BYDAY=MO", hint="start with FREQ=")
+    assert (error.rule, error.reason, error.hint) == (
+        "BYDAY=MO",
+        "FREQ is missing",
+        "start with FREQ=",
+    )
+    assert str(error) == "'BYDAY=MO': FREQ is missing (start with FREQ=)"
+    assert isinstance(error, ValueError)
+
+
+def test_unknown_schedule_is_also_a_lookup_error() -> None:
+    assert issubclass(oncely.UnknownSchedule, LookupError)
