@@ -336,9 +336,13 @@ def _normal_text(
 
 
 def _format_until(until: Until) -> str:
+    # Not strftime("%Y"): on glibc it does not pad years before 1000, and "UNTIL=10101" (year 1)
+    # would be stored as a normal form that no longer reads back.
+    v = until.value
+    day = f"{v.year:04d}{v.month:02d}{v.day:02d}"
     if until.date_only:
-        return until.value.strftime("%Y%m%d")
-    return until.value.strftime("%Y%m%dT%H%M%S") + ("Z" if until.utc else "")
+        return day
+    return f"{day}T{v.hour:02d}{v.minute:02d}{v.second:02d}" + ("Z" if until.utc else "")
 
 
 def _read_until(value: str, text: str, name: str = "UNTIL") -> Until:
@@ -419,6 +423,15 @@ def _byday(value: str, freq: str, in_month: bool, text: str) -> tuple[tuple[int 
                 )
         if (ordinal, weekday) not in result:
             result.append((ordinal, weekday))
+    if len({ordinal is None for ordinal, _ in result}) > 1:
+        # RFC 5545 adds "1MO,TH" up (first Monday and every Thursday); dateutil intersects the
+        # two, so such a rule would silently mean something else here. Refuse it instead.
+        raise InvalidSchedule(
+            f"BYDAY={value} mixes weekdays with a position and without one, which oncely does "
+            "not support",
+            rule=text,
+            hint="use all positioned (BYDAY=1MO,1TH) or none (BYDAY=MO,TH), or two schedules",
+        )
     return tuple(result)
 
 

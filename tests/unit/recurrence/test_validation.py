@@ -40,6 +40,7 @@ BAD_RULES: list[tuple[str, tuple[str, ...]]] = [
     ("FREQ=WEEKLY;BYDAY=1MO", ("BYDAY", "'1MO'", "FREQ=MONTHLY", "BYDAY=MO")),
     ("FREQ=MONTHLY;BYDAY=6MO", ("BYDAY", "'6MO'", "e.g. BYDAY=2MO")),
     ("FREQ=YEARLY;BYDAY=54MO", ("BYDAY", "'54MO'", "e.g. BYDAY=")),
+    ("FREQ=MONTHLY;BYDAY=1MO,TH", ("BYDAY=1MO,TH", "mixes", "BYDAY=1MO,1TH")),
     ("FREQ=DAILY;COUNT=0", ("COUNT=0", "e.g. COUNT=10")),
     ("FREQ=DAILY;COUNT=-3", ("COUNT=-3", "e.g. COUNT=10")),
     ("FREQ=DAILY;COUNT=100001", ("COUNT", "e.g. COUNT=10")),
@@ -145,6 +146,27 @@ def test_yearly_positions_past_the_end_of_the_months_are_refused_cleanly(text: s
     with pytest.raises(InvalidSchedule, match="BYDAY"):
         rrule(text, start=datetime(2026, 1, 1))
     assert parse_rrule(text) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "FREQ=DAILY;UNTIL=00010101",
+        "FREQ=DAILY;UNTIL=09991231T000000Z",
+        "FREQ=DAILY;UNTIL=20261231T000000",
+        "FREQ=WEEKLY;BYDAY=MO;COUNT=3",
+    ],
+)
+def test_normal_form_reads_back_as_the_same_rule(text: str) -> None:
+    """``Rule.text`` is what gets stored; it must be readable again (or the rule refused)."""
+    try:
+        rule = validate_rrule(text)
+    except InvalidSchedule:
+        return
+    assert validate_rrule(rule.text) == rule
+    lenient = parse_rrule(text)
+    assert lenient is not None
+    assert parse_rrule(lenient.text) == lenient
 
 
 def test_strict_accepts_other_decimal_digits_or_refuses_them_cleanly() -> None:
@@ -274,6 +296,44 @@ def test_a_rule_without_start_cannot_answer_until_given_one() -> None:
     assert started.next_after(datetime(2026, 1, 1, tzinfo=UTC)) == datetime(
         2026, 1, 1, 9, 0, tzinfo=UTC
     )
+
+
+def test_triggers_built_alike_are_equal() -> None:
+    start = datetime(2026, 1, 5, 9, 0)
+    a = rrule("FREQ=WEEKLY;BYDAY=MO", start=start, tz="Europe/Paris")
+    b = rrule("freq=weekly;byday=mo", start=start, tz="Europe/Paris")
+    assert a == b
+    assert hash(a) == hash(b)
+    assert a != rrule("FREQ=WEEKLY;BYDAY=MO", start=start, tz="Europe/Berlin")
+    assert a != rrule("FREQ=WEEKLY;BYDAY=MO", start=start, tz="Europe/Paris", dst_fold="both")
+    assert cron("0 9 * * 1", "Europe/Paris") == cron("0  9 * * 1", "Europe/Paris")
+    assert cron("0 9 * * 1", "Europe/Paris") != cron("0 9 * * 1", "Europe/Berlin")
+    assert cron("0 9 * * 1") != every(hours=1)
+
+
+def test_with_start_keeps_the_definition() -> None:
+    unstarted = rrule(
+        "FREQ=DAILY;BYHOUR=2;BYMINUTE=30",
+        tz="Europe/Berlin",
+        dst_gap="skip",
+        dst_fold="both",
+        schedule="k",
+        max_span=None,
+    )
+    started = unstarted.with_start(datetime(2026, 3, 1))
+    assert (started.dst_gap, started.dst_fold, started.schedule, started.max_span) == (
+        "skip",
+        "both",
+        "k",
+        None,
+    )
+    # skip: no firing on the Berlin gap day
+    assert list(
+        started.between(
+            datetime(2026, 3, 28, 12, tzinfo=UTC), datetime(2026, 3, 30, 12, tzinfo=UTC)
+        )
+    ) == [datetime(2026, 3, 30, 0, 30, tzinfo=UTC)]
+    assert started.with_start(datetime(2027, 1, 1)) is started
 
 
 def test_a_rule_that_never_fires_is_invalid() -> None:
