@@ -48,7 +48,9 @@ class RRule(Trigger):
     instead be given in the text as a DTSTART line. A rule needs a start before it can answer;
     `with_start` supplies one (the engine uses the time the schedule was made).
 
-    Under ``dst_gap="skip"`` a skipped time still counts towards COUNT.
+    Under ``dst_gap="skip"`` a skipped time still counts towards COUNT. Under ``"shift"`` a skipped
+    time that lands on the first regular time after the gap fires once, as that regular time: a
+    COUNT=5 hourly rule across a spring-forward hour fires four times (ordinals 1, 2, 4, 5).
     """
 
     kind = "rrule"

@@ -169,17 +169,24 @@ class Zone:
         high = (nominal - before).replace(tzinfo=UTC)
         if known is not None and low < known <= high:
             return known
+        transition = self._first_with_offset(low, high, after)
+        self._gap_transitions[nominal.date()] = transition
+        return transition
+
+    def _first_with_offset(self, low: datetime, high: datetime, offset: timedelta) -> datetime:
+        """Return the first whole second in (low, high] at which ``offset`` is in force.
+
+        The offset must change exactly once in that span, to ``offset``; transitions fall on
+        whole seconds, so a binary search over seconds finds it.
+        """
         low_s, high_s = int(low.timestamp()), int(high.timestamp())
         while high_s - low_s > 1:
             middle = (low_s + high_s) // 2
-            instant = datetime.fromtimestamp(middle, UTC)
-            if self.offset_at(instant) == after:
+            if self.offset_at(datetime.fromtimestamp(middle, UTC)) == offset:
                 high_s = middle
             else:
                 low_s = middle
-        transition = datetime.fromtimestamp(high_s, UTC)
-        self._gap_transitions[nominal.date()] = transition
-        return transition
+        return datetime.fromtimestamp(high_s, UTC)
 
     def transitions_between(self, a: datetime, b: datetime) -> list[tuple[datetime, timedelta]]:
         """Return the offset changes in (a, b] as (instant, new offset), found hour by hour."""
@@ -191,14 +198,7 @@ class Zone:
             nxt = min(t + step, b)
             nxt_offset = self.offset_at(nxt)
             if nxt_offset != offset:
-                low_s, high_s = int(t.timestamp()), int(nxt.timestamp())
-                while high_s - low_s > 1:
-                    middle = (low_s + high_s) // 2
-                    if self.offset_at(datetime.fromtimestamp(middle, UTC)) == offset:
-                        low_s = middle
-                    else:
-                        high_s = middle
-                found.append((datetime.fromtimestamp(high_s, UTC), nxt_offset))
+                found.append((self._first_with_offset(t, nxt, nxt_offset), nxt_offset))
                 offset = nxt_offset
             t = nxt
         return found
