@@ -19,6 +19,8 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
@@ -28,6 +30,7 @@ from hypothesis import settings
 from psycopg import sql
 
 from _services import CONNECT_TIMEOUT_S, Services, template_db_name, with_database
+from oncely.store import PostgresStore
 
 # Hypothesis: `make test` (and CI) runs HYPOTHESIS_PROFILE=ci; a bare `pytest` runs "dev".
 settings.register_profile("ci", max_examples=5000, deadline=None)
@@ -37,7 +40,11 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "dev")
 _SERVICES = pytest.StashKey[Services]()
 
 # fixture -> marker it implies (markers are declared in pyproject.toml)
-_FIXTURE_MARKERS = {"postgres_url": "postgres", "redis_url": "redis"}
+_FIXTURE_MARKERS = {
+    "postgres_url": "postgres",
+    "empty_postgres_url": "postgres",
+    "redis_url": "redis",
+}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -78,12 +85,12 @@ def _admin_connect(url: str) -> psycopg.Connection[tuple[object, ...]]:
 
 
 def _prepare_template(conninfo: str) -> None:
-    """Give the template database what every test database starts with.
+    """Migrate the template once, so that each test database is cloned already migrated.
 
-    Hook for the store's schema: once migrations exist, apply them here (connect to ``conninfo``,
-    migrate, close) so that each test database is cloned already migrated. Empty for now. Close
-    every connection before returning: PostgreSQL refuses to copy a template that is in use.
+    The store opens a connection per operation, so none is left open: PostgreSQL refuses to copy a
+    template that is in use.
     """
+    PostgresStore(conninfo).migrate(datetime.now(UTC))
 
 
 class _TemplateDatabase:
@@ -125,14 +132,10 @@ def _oncely_pg_template(request: pytest.FixtureRequest) -> Iterator[_TemplateDat
     template.drop()
 
 
-@pytest.fixture
-def postgres_url(
-    request: pytest.FixtureRequest, _oncely_pg_template: _TemplateDatabase
-) -> Iterator[str]:
-    """URL of a fresh database cloned from the session template, dropped after the test."""
+@contextmanager
+def _throwaway_database(request: pytest.FixtureRequest, template: str) -> Iterator[str]:
     services = _services(request)
     services.postgres.require(ci=services.ci)
-    template = _oncely_pg_template.ensure()
     maintenance_url = services.postgres.url
     name = f"t_{uuid.uuid4().hex[:8]}"
     with _admin_connect(maintenance_url) as conn:
@@ -148,6 +151,24 @@ def postgres_url(
             conn.execute(
                 sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
             )
+
+
+@pytest.fixture
+def postgres_url(
+    request: pytest.FixtureRequest, _oncely_pg_template: _TemplateDatabase
+) -> Iterator[str]:
+    """URL of a fresh, migrated database cloned from the session template, dropped after."""
+    services = _services(request)
+    services.postgres.require(ci=services.ci)
+    with _throwaway_database(request, _oncely_pg_template.ensure()) as url:
+        yield url
+
+
+@pytest.fixture
+def empty_postgres_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """URL of a fresh database oncely has never touched (for migration tests), dropped after."""
+    with _throwaway_database(request, "template0") as url:
+        yield url
 
 
 # --- SQLite -------------------------------------------------------------------------------------

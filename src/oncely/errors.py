@@ -44,3 +44,7 @@ class StoreUnavailable(OncelyError):
 
 class UnknownSchedule(OncelyError, LookupError):
     """No schedule has that key."""
+
+
+class ConfigurationError(OncelyError):
+    """oncely is configured in a way it cannot use."""

@@ -30,8 +30,9 @@ from _services import (
 
 _seen_databases: list[str] = []
 
-_COUNT_PUBLIC_TABLES = (
-    "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'"
+_COUNT_FOREIGN_TABLES = (  # tables that are not oncely's own schema
+    "SELECT count(*) FROM information_schema.tables "
+    "WHERE table_schema = 'public' AND table_name NOT LIKE 'oncely%'"
 )
 
 
@@ -55,7 +56,8 @@ def test_postgres_database_is_fresh_private_and_writable(postgres_url: str, run:
         assert leftovers == []
         _seen_databases.append(name)
 
-        assert _scalar(conn, _COUNT_PUBLIC_TABLES) == 0  # fresh: the other run's table is not here
+        assert _scalar(conn, _COUNT_FOREIGN_TABLES) == 0  # fresh: the other run's table is not here
+        assert _scalar(conn, "SELECT max(version) FROM oncely_migrations") >= 1  # migrated
         conn.execute("CREATE TABLE probe (id integer PRIMARY KEY, note text NOT NULL)")
         conn.execute("INSERT INTO probe VALUES (%s, %s)", (run, f"run {run}"))
         conn.commit()
@@ -72,7 +74,7 @@ def test_postgres_template_is_untouched(postgres_url: str, request: pytest.Fixtu
     template_url = with_database(postgres_url, template_db_name())
     with psycopg.connect(template_url) as conn:
         assert _scalar(conn, "SELECT current_database()") == template_db_name()
-        assert _scalar(conn, _COUNT_PUBLIC_TABLES) == 0
+        assert _scalar(conn, _COUNT_FOREIGN_TABLES) == 0
 
 
 def test_with_database_keeps_everything_but_the_database() -> None:

@@ -1,0 +1,75 @@
+-- Schedules, their occurrences, and named leases.
+-- Times are integer microseconds since 1970-01-01T00:00Z: exact, ordered, and never local.
+-- "No tenant" is '' rather than NULL: NULL is not a value, and a UNIQUE constraint over a NULL
+-- tenant would let the same key exist twice. Tables are STRICT: a value of the wrong type is an
+-- error, not a silent conversion.
+
+CREATE TABLE oncely_schedules (
+    id                   INTEGER PRIMARY KEY,
+    tenant               text        NOT NULL DEFAULT '',
+    key                  text        NOT NULL,
+    job                  text        NOT NULL,
+    origin               text        NOT NULL CHECK (origin IN ('code', 'api')),
+    trigger_kind         text        NOT NULL CHECK (trigger_kind IN ('cron', 'every', 'rrule', 'at')),
+    trigger_spec         text        NOT NULL,
+    payload              text        NOT NULL DEFAULT 'null',
+    paused               integer     NOT NULL DEFAULT 0 CHECK (paused IN (0, 1)),
+    status               text        NOT NULL DEFAULT 'active'
+                                     CHECK (status IN ('active', 'ended', 'invalid', 'removed')),
+    status_reason        text,
+    next_run_at          integer,
+    fence                integer     NOT NULL DEFAULT 0,
+    consecutive_failures integer     NOT NULL DEFAULT 0,
+    created_at           integer     NOT NULL,
+    updated_at           integer     NOT NULL,
+    UNIQUE (tenant, key)
+) STRICT;
+
+-- The wake-up query: the earliest next_run_at of schedules that can fire.
+CREATE INDEX oncely_schedules_due ON oncely_schedules (next_run_at)
+    WHERE status = 'active' AND paused = 0 AND next_run_at IS NOT NULL;
+
+CREATE TABLE oncely_occurrences (
+    id               INTEGER PRIMARY KEY,
+    schedule_id      integer     NOT NULL REFERENCES oncely_schedules (id),
+    tenant           text        NOT NULL DEFAULT '',
+    scheduled_for    integer     NOT NULL,
+    local_wall       text,
+    fold             integer     NOT NULL DEFAULT 0,
+    dst_note         text,
+    ordinal          integer,
+    origin           text        NOT NULL DEFAULT 'schedule'
+                                 CHECK (origin IN ('schedule', 'trigger', 'backfill', 'defer')),
+    status           text        NOT NULL
+                                 CHECK (status IN ('pending', 'running', 'succeeded', 'retrying',
+                                                   'failed', 'skipped', 'abandoned', 'invalid')),
+    reason           text,
+    attempts         integer     NOT NULL DEFAULT 0,
+    run_after        integer     NOT NULL,
+    lease_owner      text,
+    lease_expires_at integer,
+    fence            integer,
+    started_at       integer,
+    finished_at      integer,
+    worker           text,
+    error            text,
+    created_at       integer     NOT NULL,
+    -- Exactly once is this constraint, not a code path (DESIGN lesson 1).
+    UNIQUE (schedule_id, scheduled_for)
+) STRICT;
+
+-- Claimable work: pending or retrying, by when it may run.
+CREATE INDEX oncely_occurrences_claimable ON oncely_occurrences (run_after)
+    WHERE status IN ('pending', 'retrying');
+-- Crashed workers' claims: running, by when their lease expires.
+CREATE INDEX oncely_occurrences_leased ON oncely_occurrences (lease_expires_at)
+    WHERE status = 'running';
+CREATE INDEX oncely_occurrences_history ON oncely_occurrences (tenant, scheduled_for);
+
+CREATE TABLE oncely_leases (
+    name        text        PRIMARY KEY,
+    owner       text        NOT NULL,
+    expires_at  integer     NOT NULL,
+    fence       integer     NOT NULL,
+    acquired_at integer     NOT NULL
+) STRICT;

@@ -1,0 +1,124 @@
+"""The embedded store: SQLite from the standard library, in WAL mode."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+
+from oncely.errors import StoreUnavailable
+from oncely.store.interface import Store
+from oncely.store.queries import migrations, queries
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_BUSY_TIMEOUT_S = 30.0
+
+
+def to_micros(t: datetime) -> int:
+    """Aware ``t`` as integer microseconds since the epoch (the SQLite time column type)."""
+    return (t - _EPOCH) // timedelta(microseconds=1)
+
+
+def from_micros(value: int) -> datetime:
+    """The aware UTC datetime of a time column."""
+    return _EPOCH + timedelta(microseconds=value)
+
+
+def _statements(script: str) -> Iterator[str]:
+    """Split a migration into statements (sqlite3.executescript would COMMIT first)."""
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            yield pending.strip()
+            pending = ""
+    if pending.strip() and not all(
+        part.strip().startswith("--") or not part.strip() for part in pending.splitlines()
+    ):
+        raise ValueError(f"unterminated statement in migration: {pending.strip()[:80]!r}")
+
+
+def _use_wal(connection: sqlite3.Connection) -> None:
+    """Switch the file to WAL, waiting out another connection doing the same.
+
+    Switching a new file to WAL needs it to itself, and SQLite answers "database is locked" at
+    once rather than through the busy timeout: without this wait, the second of two processes
+    starting on a new file failed.
+    """
+    deadline = time.monotonic() + _BUSY_TIMEOUT_S
+    delay = 0.005
+    while True:
+        try:
+            connection.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() + delay > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.2)
+
+
+class SqliteStore(Store):
+    """A store in one SQLite file; any number of processes on one machine may share it."""
+
+    dialect = "sqlite"
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._sql = queries("sqlite")
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        try:
+            connection = sqlite3.connect(
+                self.path, isolation_level=None, timeout=_BUSY_TIMEOUT_S, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"cannot open SQLite database {self.path!r}: {exc}") from exc
+        try:
+            _use_wal(connection)
+            connection.execute("PRAGMA foreign_keys = ON")
+            yield connection
+        except sqlite3.OperationalError as exc:
+            raise StoreUnavailable(f"SQLite database {self.path!r}: {exc}") from exc
+        finally:
+            connection.close()
+
+    def migrate(self, now: datetime) -> list[int]:
+        applied: list[int] = []
+        with self._connect() as connection:
+            connection.execute(self._sql["lock_migrations"])
+            try:
+                connection.execute(self._sql["create_migrations_table"])
+                seen = {row[0] for row in connection.execute(self._sql["applied_versions"])}
+                for migration in migrations("sqlite"):
+                    if migration.version in seen:
+                        continue
+                    for statement in _statements(migration.sql):
+                        connection.execute(statement)
+                    connection.execute(
+                        self._sql["record_migration"],
+                        {
+                            "version": migration.version,
+                            "name": migration.name,
+                            "applied_at": to_micros(now),
+                        },
+                    )
+                    applied.append(migration.version)
+                connection.execute("COMMIT")
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+        return applied
+
+    def schema_version(self) -> int:
+        with self._connect() as connection:
+            if connection.execute(self._sql["migrations_table_exists"]).fetchone() == (0,):
+                return 0
+            versions = [row[0] for row in connection.execute(self._sql["applied_versions"])]
+        return max(versions, default=0)
+
+    def close(self) -> None:
+        """Nothing to release: connections are opened per operation."""

@@ -1,0 +1,108 @@
+CREATE TABLE public.oncely_leases (
+    name text NOT NULL,
+    owner text NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    fence bigint NOT NULL,
+    acquired_at timestamp with time zone NOT NULL
+);
+
+CREATE TABLE public.oncely_migrations (
+    version integer NOT NULL,
+    name text NOT NULL,
+    applied_at timestamp with time zone NOT NULL
+);
+
+CREATE TABLE public.oncely_occurrences (
+    id bigint NOT NULL,
+    schedule_id bigint NOT NULL,
+    tenant text DEFAULT ''::text NOT NULL,
+    scheduled_for timestamp with time zone NOT NULL,
+    local_wall text,
+    fold smallint DEFAULT 0 NOT NULL,
+    dst_note text,
+    ordinal integer,
+    origin text DEFAULT 'schedule'::text NOT NULL,
+    status text NOT NULL,
+    reason text,
+    attempts integer DEFAULT 0 NOT NULL,
+    run_after timestamp with time zone NOT NULL,
+    lease_owner text,
+    lease_expires_at timestamp with time zone,
+    fence bigint,
+    started_at timestamp with time zone,
+    finished_at timestamp with time zone,
+    worker text,
+    error text,
+    created_at timestamp with time zone NOT NULL,
+    CONSTRAINT oncely_occurrences_origin_check CHECK ((origin = ANY (ARRAY['schedule'::text, 'trigger'::text, 'backfill'::text, 'defer'::text]))),
+    CONSTRAINT oncely_occurrences_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'running'::text, 'succeeded'::text, 'retrying'::text, 'failed'::text, 'skipped'::text, 'abandoned'::text, 'invalid'::text])))
+);
+
+ALTER TABLE public.oncely_occurrences ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.oncely_occurrences_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE public.oncely_schedules (
+    id bigint NOT NULL,
+    tenant text DEFAULT ''::text NOT NULL,
+    key text NOT NULL,
+    job text NOT NULL,
+    origin text NOT NULL,
+    trigger_kind text NOT NULL,
+    trigger_spec jsonb NOT NULL,
+    payload jsonb DEFAULT 'null'::jsonb NOT NULL,
+    paused boolean DEFAULT false NOT NULL,
+    status text DEFAULT 'active'::text NOT NULL,
+    status_reason text,
+    next_run_at timestamp with time zone,
+    fence bigint DEFAULT 0 NOT NULL,
+    consecutive_failures integer DEFAULT 0 NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT oncely_schedules_origin_check CHECK ((origin = ANY (ARRAY['code'::text, 'api'::text]))),
+    CONSTRAINT oncely_schedules_status_check CHECK ((status = ANY (ARRAY['active'::text, 'ended'::text, 'invalid'::text, 'removed'::text]))),
+    CONSTRAINT oncely_schedules_trigger_kind_check CHECK ((trigger_kind = ANY (ARRAY['cron'::text, 'every'::text, 'rrule'::text, 'at'::text])))
+);
+
+ALTER TABLE public.oncely_schedules ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.oncely_schedules_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+ALTER TABLE ONLY public.oncely_leases
+    ADD CONSTRAINT oncely_leases_pkey PRIMARY KEY (name);
+
+ALTER TABLE ONLY public.oncely_migrations
+    ADD CONSTRAINT oncely_migrations_pkey PRIMARY KEY (version);
+
+ALTER TABLE ONLY public.oncely_occurrences
+    ADD CONSTRAINT oncely_occurrences_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.oncely_occurrences
+    ADD CONSTRAINT oncely_occurrences_schedule_id_scheduled_for_key UNIQUE (schedule_id, scheduled_for);
+
+ALTER TABLE ONLY public.oncely_schedules
+    ADD CONSTRAINT oncely_schedules_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.oncely_schedules
+    ADD CONSTRAINT oncely_schedules_tenant_key_key UNIQUE (tenant, key);
+
+CREATE INDEX oncely_occurrences_claimable ON public.oncely_occurrences USING btree (run_after) WHERE (status = ANY (ARRAY['pending'::text, 'retrying'::text]));
+
+CREATE INDEX oncely_occurrences_history ON public.oncely_occurrences USING btree (tenant, scheduled_for);
+
+CREATE INDEX oncely_occurrences_leased ON public.oncely_occurrences USING btree (lease_expires_at) WHERE (status = 'running'::text);
+
+CREATE INDEX oncely_schedules_due ON public.oncely_schedules USING btree (next_run_at) WHERE ((status = 'active'::text) AND (NOT paused) AND (next_run_at IS NOT NULL));
+
+ALTER TABLE ONLY public.oncely_occurrences
+    ADD CONSTRAINT oncely_occurrences_schedule_id_fkey FOREIGN KEY (schedule_id) REFERENCES public.oncely_schedules(id);

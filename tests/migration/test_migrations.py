@@ -1,0 +1,109 @@
+"""Migrations: numbered, forward-only, applied once, and equal to the checked-in schema dump."""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import subprocess
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from oncely.store import Store, open_store
+from oncely.store.queries import migrations
+
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+HERE = Path(__file__).parent
+UPDATE = os.environ.get("ONCELY_UPDATE_SCHEMA_DUMPS") == "1"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def empty_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A database oncely has never touched, of each dialect."""
+    if request.param == "sqlite":
+        yield request.getfixturevalue("sqlite_url")
+    else:
+        yield request.getfixturevalue("empty_postgres_url")
+
+
+def test_both_dialects_have_the_same_migrations() -> None:
+    sqlite = [(m.version, m.name) for m in migrations("sqlite")]
+    assert sqlite == [(m.version, m.name) for m in migrations("postgres")]
+    assert sqlite[0] == (1, "initial")
+
+
+def test_migrate_applies_every_version_once(empty_url: str) -> None:
+    store = open_store(empty_url)
+    latest = len(migrations(store.dialect))
+    assert store.schema_version() == 0
+    assert store.migrate(NOW) == list(range(1, latest + 1))
+    assert store.schema_version() == latest
+    assert store.migrate(NOW) == []  # a second start finds nothing to do
+    assert store.schema_version() == latest
+
+
+def test_concurrent_migrations_apply_each_version_exactly_once(empty_url: str) -> None:
+    # Every instance of an app migrates on first start; a rolling deploy starts several at once.
+    stores: list[Store] = [open_store(empty_url) for _ in range(4)]
+    barrier = threading.Barrier(len(stores))
+    applied: list[list[int]] = []
+    errors: list[BaseException] = []
+
+    def start(store: Store) -> None:
+        barrier.wait()
+        try:
+            applied.append(store.migrate(NOW))
+        except BaseException as exc:  # collected and asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=start, args=(store,)) for store in stores]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert errors == []
+    latest = len(migrations(stores[0].dialect))
+    assert sorted(v for versions in applied for v in versions) == list(range(1, latest + 1))
+
+
+def _sqlite_schema(url: str) -> str:
+    path = url[len("sqlite:///") :]
+    with sqlite3.connect(path) as connection:
+        rows = connection.execute(
+            "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY type, name"
+        ).fetchall()
+    connection.close()
+    return "".join(f"-- {kind} {name}\n{sql};\n\n" for kind, name, sql in rows)
+
+
+def _postgres_schema(url: str) -> str:
+    dump = subprocess.run(
+        ["pg_dump", "--schema-only", "--no-owner", "--no-privileges", "--dbname", url],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    # Drop what varies by pg_dump version and run: comments, settings, psql meta-commands.
+    kept = [
+        line
+        for line in dump.splitlines()
+        if not line.startswith(("--", "SET ", "SELECT pg_catalog.", "\\"))
+    ]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip() + "\n"
+
+
+def test_migrations_equal_the_checked_in_schema(empty_url: str) -> None:
+    store = open_store(empty_url)
+    store.migrate(NOW)
+    actual = _sqlite_schema(empty_url) if store.dialect == "sqlite" else _postgres_schema(empty_url)
+    dump = HERE / f"schema_{store.dialect}.sql"
+    if UPDATE:
+        dump.write_text(actual)
+    assert actual == dump.read_text(), (
+        f"applying the migrations no longer gives {dump.name}. A schema change is a new numbered "
+        "migration; once it is one, refresh the dump with ONCELY_UPDATE_SCHEMA_DUMPS=1 make test"
+    )

@@ -1,0 +1,58 @@
+"""Store URLs and what a store that cannot be reached raises."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from oncely import OncelyError, StoreUnavailable
+from oncely.errors import ConfigurationError
+from oncely.store import PostgresStore, SqliteStore, StoreUrl, open_store
+
+
+@pytest.mark.parametrize(
+    ("url", "dialect", "target"),
+    [
+        ("sqlite:///oncely.db", "sqlite", "oncely.db"),
+        ("sqlite:////var/lib/app/oncely.db", "sqlite", "/var/lib/app/oncely.db"),
+        ("postgresql://u@h:5432/db", "postgres", "postgresql://u@h:5432/db"),
+        ("postgres://h/db", "postgres", "postgres://h/db"),
+    ],
+)
+def test_urls_name_their_dialect(url: str, dialect: str, target: str) -> None:
+    assert StoreUrl.parse(url) == StoreUrl(dialect, target)
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("", "is empty"),
+        ("mysql://h/db", "neither SQLite nor PostgreSQL"),
+        ("sqlite://oncely.db", "has no file path"),
+        ("sqlite:///", "has no file path"),
+        ("sqlite:///:memory:", "could not share it"),
+    ],
+)
+def test_bad_urls_say_what_to_use(url: str, message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message) as caught:
+        StoreUrl.parse(url)
+    assert isinstance(caught.value, OncelyError)
+    assert "sqlite:///" in str(caught.value)
+
+
+def test_open_store_picks_the_implementation() -> None:
+    assert isinstance(open_store("sqlite:///x.db"), SqliteStore)
+    assert isinstance(open_store("postgresql://h/db"), PostgresStore)
+
+
+def test_an_unreachable_postgres_is_store_unavailable() -> None:
+    store = open_store("postgresql://postgres@127.0.0.1:1/nowhere?connect_timeout=2")
+    with pytest.raises(StoreUnavailable, match="cannot connect to PostgreSQL"):
+        store.migrate(datetime(2026, 1, 1, tzinfo=UTC))
+
+
+def test_an_unopenable_sqlite_file_is_store_unavailable() -> None:
+    store = open_store("sqlite:////nonexistent-dir/for/oncely.db")
+    with pytest.raises(StoreUnavailable, match="SQLite"):
+        store.schema_version()
