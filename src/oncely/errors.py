@@ -48,3 +48,8 @@ class UnknownSchedule(OncelyError, LookupError):
 
 class ConfigurationError(OncelyError):
     """oncely is configured in a way it cannot use."""
+
+
+class InvalidPayload(OncelyError, TypeError):
+    """The payload cannot be stored: it must be JSON (dicts, lists, strings, numbers, booleans,
+    None), with no NaN or infinity."""

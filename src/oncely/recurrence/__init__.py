@@ -2,7 +2,8 @@
 
 Every trigger answers ``next_after(t)`` (strictly after ``t``) and ``between(a, b)`` (in (a, b]),
 aware UTC in and out; ``instances_after`` and ``instances_between`` add each occurrence's
-resolved wall time, fold and DST note.
+resolved wall time, fold and DST note. ``to_spec`` turns a trigger into JSON-ready data and
+``trigger_from_spec`` rebuilds an equal one from it, in any process.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ from oncely.recurrence.interval import EPOCH, Every
 from oncely.recurrence.oneoff import At
 from oncely.recurrence.rfc5545 import Rule, parse_rrule, validate_rrule
 from oncely.recurrence.rule_trigger import DEFAULT_MAX_SPAN, RRule
-from oncely.recurrence.trigger import Trigger
+from oncely.recurrence.spec import trigger_from_spec
+from oncely.recurrence.trigger import SPEC_VERSION, Trigger
 from oncely.recurrence.wallclock import DstFold, DstGap, Instance, Zone
 
 __all__ = [
     "DEFAULT_MAX_SPAN",
     "EPOCH",
+    "SPEC_VERSION",
     "At",
     "Cron",
     "DstFold",
@@ -36,6 +39,7 @@ __all__ = [
     "parse_cron",
     "parse_rrule",
     "rrule",
+    "trigger_from_spec",
     "validate_cron",
     "validate_rrule",
 ]

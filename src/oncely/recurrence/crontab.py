@@ -16,7 +16,7 @@ from cronsim import CronSim, CronSimError
 
 from oncely.errors import InvalidSchedule
 from oncely.recurrence.lenient import warn_once
-from oncely.recurrence.trigger import Trigger
+from oncely.recurrence.trigger import SPEC_VERSION, Trigger
 from oncely.recurrence.wallclock import (
     DstFold,
     DstGap,
@@ -147,6 +147,20 @@ class Cron(Trigger):
 
     def _definition(self) -> tuple[Any, ...]:
         return (self.kind, self.expr, self.zone.name, self.dst_gap, self.dst_fold)
+
+    def to_spec(self) -> dict[str, Any]:
+        """Return ``{"kind": "cron", "v": 1, "expr", "tz", "dst_gap", "dst_fold"}``.
+
+        ``expr`` is the normal form (aliases expanded, spaces collapsed).
+        """
+        return {
+            "kind": self.kind,
+            "v": SPEC_VERSION,
+            "expr": self.expr,
+            "tz": self.zone.name,
+            "dst_gap": self.dst_gap,
+            "dst_fold": self.dst_fold,
+        }
 
     def _instances_after(self, t: datetime) -> Iterator[Instance]:
         # Walls up to t + (smallest nearby offset) can only map to instants up to t.

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from oncely.errors import InvalidSchedule
-from oncely.recurrence.trigger import Trigger
+from oncely.recurrence.trigger import SPEC_VERSION, Trigger
 from oncely.recurrence.wallclock import Instance
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -47,6 +47,14 @@ class Every(Trigger):
 
     def _definition(self) -> tuple[Any, ...]:
         return (self.kind, self.period)
+
+    def to_spec(self) -> dict[str, Any]:
+        """Return ``{"kind": "every", "v": 1, "seconds": <the period in whole seconds>}``."""
+        return {
+            "kind": self.kind,
+            "v": SPEC_VERSION,
+            "seconds": self.period // timedelta(seconds=1),
+        }
 
     def _instances_after(self, t: datetime) -> Iterator[Instance]:
         n = (t - EPOCH) // self.period + 1

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-from oncely.recurrence.trigger import Trigger
+from oncely.recurrence.trigger import SPEC_VERSION, Trigger
 from oncely.recurrence.wallclock import Instance, as_utc
 
 
@@ -24,6 +24,10 @@ class At(Trigger):
 
     def _definition(self) -> tuple[Any, ...]:
         return (self.kind, self.when)
+
+    def to_spec(self) -> dict[str, Any]:
+        """Return ``{"kind": "at", "v": 1, "when": <ISO 8601 in UTC, microseconds kept>}``."""
+        return {"kind": self.kind, "v": SPEC_VERSION, "when": self.when.isoformat()}
 
     def _instances_after(self, t: datetime) -> Iterator[Instance]:
         if self.when > t:

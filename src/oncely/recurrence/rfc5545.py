@@ -126,6 +126,15 @@ def parse_rrule(text: str) -> Rule | None:
     return None
 
 
+def read_stored_rrule(text: str) -> Rule:
+    """Return the `Rule` of a stored text, as `parse_rrule` reads it, or raise `InvalidSchedule`.
+
+    For rebuilding a rule either posture once accepted (a lenient one may keep UNTIL with COUNT)
+    where the caller reports the reason itself instead of a logged WARNING.
+    """
+    return _read(text, strict=False)
+
+
 def _key(text: object) -> str:
     """A key for one bad input; repr() of a hostile object may itself raise."""
     if isinstance(text, str):

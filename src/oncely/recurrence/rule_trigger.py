@@ -17,7 +17,7 @@ from oncely.errors import InvalidSchedule
 from oncely.recurrence.expansion import Expansion
 from oncely.recurrence.lenient import log_once
 from oncely.recurrence.rfc5545 import Rule, Start, Until, validate_rrule
-from oncely.recurrence.trigger import Trigger
+from oncely.recurrence.trigger import SPEC_VERSION, Trigger
 from oncely.recurrence.wallclock import (
     DstFold,
     DstGap,
@@ -46,7 +46,10 @@ class RRule(Trigger):
 
     ``start`` is the DTSTART: an aware datetime, or a naive one read as wall time in ``tz``. It may
     instead be given in the text as a DTSTART line. A rule needs a start before it can answer;
-    `with_start` supplies one (the engine uses the time the schedule was made).
+    `with_start` supplies one (the engine uses the time the schedule was made). Once bound,
+    ``start`` is the start's UTC instant and ``start_wall`` the wall time in ``tz`` the rule
+    counts from; they name different times only for a start inside a DST gap, which fires at
+    the end of the gap while the rule keeps the skipped wall time (02:30 daily stays 02:30).
 
     Under ``dst_gap="skip"`` a skipped time still counts towards COUNT. Under ``"shift"`` a skipped
     time that lands on the first regular time after the gap fires once, as that regular time: a
@@ -96,6 +99,7 @@ class RRule(Trigger):
         self.end = end
         self.max_span = max_span
         self.start: datetime | None = None
+        self.start_wall: datetime | None = None
         self._expansion: Expansion | None = None
         self._stop: datetime | None = None
         self._stop_is_span = False
@@ -140,12 +144,44 @@ class RRule(Trigger):
             self.kind,
             self.rule.text,
             self.start,
+            # A start in a DST gap and an aware start at the end of that gap share an instant
+            # but not the wall time the rule counts from, so they fire at different times.
+            self.start_wall,
             self.zone.name,
             self.end,
             self.max_span,
             self.dst_gap,
             self.dst_fold,
         )
+
+    def to_spec(self) -> dict[str, Any]:
+        """Return this rule as JSON-ready data that `trigger_from_spec` rebuilds exactly.
+
+        Keys: ``kind`` ("rrule"), ``v``, ``rule`` (the normal text, without a DTSTART line),
+        ``start`` (ISO UTC instant) and ``start_wall`` (naive ISO wall time in ``tz``), both
+        None while unbound, ``tz``, ``end`` (ISO UTC or None), ``max_span`` (whole seconds or
+        None; a sub-second remainder, rare, adds ``max_span_us``), ``dst_gap`` and ``dst_fold``.
+        A DTSTART line is kept as ``start``, ``start_wall`` and ``tz``, which say all it said.
+        The schedule name, used only in log lines, is not part of the spec.
+        """
+        span: dict[str, Any] = {"max_span": None}
+        if self.max_span is not None:
+            seconds, rest = divmod(self.max_span, timedelta(seconds=1))
+            span = {"max_span": seconds}
+            if rest:
+                span["max_span_us"] = rest // timedelta(microseconds=1)
+        return {
+            "kind": self.kind,
+            "v": SPEC_VERSION,
+            "rule": self.rule.text,
+            "start": None if self.start is None else self.start.isoformat(),
+            "start_wall": None if self.start_wall is None else self.start_wall.isoformat(),
+            "tz": self.zone.name,
+            "end": None if self.end is None else self.end.isoformat(),
+            **span,
+            "dst_gap": self.dst_gap,
+            "dst_fold": self.dst_fold,
+        }
 
     def _bind(self, wall: datetime, instant: datetime | None) -> None:
         expansion = Expansion.of(self.rule, wall)
@@ -157,6 +193,7 @@ class RRule(Trigger):
             )
         # An aware start names one instant even inside a fold, where its wall time names two.
         self.start = instant or self.zone.resolve(wall, "shift", "first")[0].at
+        self.start_wall = wall
         self._expansion = expansion
         if self.rule.untils:
             self._stop = min(_until_instant(self.zone, u) for u in self.rule.untils)
@@ -197,8 +234,9 @@ class RRule(Trigger):
             walls = expansion.walls_after(self._rule_for(expansion.anchor_for(after)), after)
         else:
             walls = self._counted_walls_after(expansion, after, ordinals)
-        walls = self._noting_exhaustion(walls, after)
+        last = after
         for instance in resolve_walls(self.zone, walls, self.dst_gap, self.dst_fold):
+            last = max(last, instance.nominal)
             if self._stop is not None and instance.at > self._stop:
                 if self._stop_is_span:
                     self._log_span_stop()
@@ -208,17 +246,8 @@ class RRule(Trigger):
                 yield (
                     instance if ordinal is None else dataclasses.replace(instance, ordinal=ordinal)
                 )
-
-    def _noting_exhaustion(self, walls: Iterator[datetime], after: datetime) -> Iterator[datetime]:
-        """Pass ``walls`` through; when they run out, remember that nothing follows the last one.
-
-        A rule can run dry only by walking dateutil to the year 9999 (some INTERVAL phases never
-        meet the BY parts), which takes seconds; remembering makes every later ask free.
-        """
-        last = after
-        for wall in walls:
-            last = max(last, wall)
-            yield wall
+        # The walls ran out, or every one after `last` fell in a skipped DST gap; either way that
+        # took dateutil a walk to the year 9999 (seconds), and remembering makes later asks free.
         with self._lock:
             if self._exhausted_after is None or last < self._exhausted_after:
                 self._exhausted_after = last

@@ -9,6 +9,9 @@ from typing import Any
 
 from oncely.recurrence.wallclock import Instance, as_utc
 
+SPEC_VERSION = 1
+"""The format of `Trigger.to_spec`; `trigger_from_spec` refuses any other."""
+
 
 class Trigger(ABC):
     """When a schedule fires.
@@ -27,6 +30,17 @@ class Trigger(ABC):
     @abstractmethod
     def _definition(self) -> tuple[Any, ...]:
         """Return what defines this trigger, for equality and hashing."""
+
+    @abstractmethod
+    def to_spec(self) -> dict[str, Any]:
+        """Return this trigger as JSON-ready data, for a store to keep.
+
+        The dict holds only str, int, bool, None, lists and dicts; ``"kind"`` names the trigger
+        and ``"v"`` is `SPEC_VERSION`. Instants are ISO 8601 strings in UTC, microseconds kept.
+        The same trigger gives the same dict in every process, and
+        `oncely.recurrence.trigger_from_spec` rebuilds from it a trigger equal to this one that
+        computes the same instances.
+        """
 
     def instances_after(self, t: datetime) -> Iterator[Instance]:
         """Yield the instances strictly after ``t``, strictly increasing, until the series ends."""

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from datetime import datetime
+from typing import Any
+
+from oncely.model import Schedule, ScheduleOrigin
+from oncely.recurrence import Trigger
 
 
 class Store(ABC):
@@ -28,6 +32,47 @@ class Store(ABC):
     @abstractmethod
     def schema_version(self) -> int:
         """Return the newest migration applied, 0 for a database oncely has never touched."""
+
+    @abstractmethod
+    def save_schedule(
+        self,
+        *,
+        tenant: str | None,
+        key: str,
+        job: str,
+        origin: ScheduleOrigin,
+        trigger: Trigger,
+        payload: Any,
+        next_run_at: datetime | None,
+        now: datetime,
+    ) -> Schedule:
+        """Insert schedule (tenant, key), or replace what the one already there runs and when.
+
+        On conflict the row is updated in place: it keeps its identity, its paused flag and its
+        history, and a removed schedule comes back. Its status becomes ``active``, or ``ended``
+        when ``next_run_at`` is None. ``tenant=None`` is the no-tenant space, distinct from every
+        named tenant. Raises `InvalidPayload` (nothing is written) and `StoreUnavailable`.
+        """
+
+    @abstractmethod
+    def get_schedule(self, tenant: str | None, key: str) -> Schedule:
+        """Return schedule (tenant, key); raise `UnknownSchedule` if absent or removed."""
+
+    @abstractmethod
+    def list_schedules(self, tenant: str | None, *, all_tenants: bool = False) -> list[Schedule]:
+        """Return the schedules of ``tenant`` (of every tenant with ``all_tenants``) by key.
+
+        Removed schedules are left out. A schedule whose stored trigger no longer reads is listed
+        with status ``invalid`` and its reason, never raised.
+        """
+
+    @abstractmethod
+    def set_paused(self, tenant: str | None, key: str, paused: bool, now: datetime) -> Schedule:
+        """Pause or resume schedule (tenant, key); raise `UnknownSchedule` if absent or removed."""
+
+    @abstractmethod
+    def remove_schedule(self, tenant: str | None, key: str, now: datetime) -> Schedule:
+        """Stop schedule (tenant, key) firing and keep it as history; raise `UnknownSchedule`."""
 
     @abstractmethod
     def close(self) -> None:

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
+from typing import Any
 
 import psycopg
+from psycopg.rows import dict_row
 
 from oncely.errors import StoreUnavailable
+from oncely.model import Schedule, ScheduleOrigin
+from oncely.recurrence import Trigger
+from oncely.store import records
 from oncely.store.interface import Store
 from oncely.store.queries import migrations, queries
+from oncely.store.records import known, payload_json, tenant_column
 
 _CONNECT_TIMEOUT_S = 10
 
@@ -60,6 +67,62 @@ class PostgresStore(Store):
                 return 0
             rows = connection.execute(self._sql["applied_versions"]).fetchall()
         return max((v for (v,) in rows if isinstance(v, int)), default=0)
+
+    def save_schedule(
+        self,
+        *,
+        tenant: str | None,
+        key: str,
+        job: str,
+        origin: ScheduleOrigin,
+        trigger: Trigger,
+        payload: Any,
+        next_run_at: datetime | None,
+        now: datetime,
+    ) -> Schedule:
+        params = {
+            "tenant": tenant_column(tenant),
+            "key": key,
+            "job": job,
+            "origin": origin,
+            "trigger_kind": trigger.kind,
+            "trigger_spec": json.dumps(trigger.to_spec(), sort_keys=True),
+            "payload": payload_json(payload),
+            "status": "active" if next_run_at is not None else "ended",
+            "next_run_at": next_run_at,
+            "now": now,
+        }
+        row = self._one("upsert_schedule", params)
+        assert row is not None
+        return row
+
+    def get_schedule(self, tenant: str | None, key: str) -> Schedule:
+        found = self._one("select_schedule", {"tenant": tenant_column(tenant), "key": key})
+        return known(found, tenant, key)
+
+    def list_schedules(self, tenant: str | None, *, all_tenants: bool = False) -> list[Schedule]:
+        name = "select_schedules_of_all_tenants" if all_tenants else "select_schedules_of_tenant"
+        with self._connect() as connection, connection.cursor(row_factory=dict_row) as cursor:
+            cursor.execute(self._sql[name], {"tenant": tenant_column(tenant)})
+            return [records.schedule(row) for row in cursor.fetchall()]
+
+    def set_paused(self, tenant: str | None, key: str, paused: bool, now: datetime) -> Schedule:
+        params = {"tenant": tenant_column(tenant), "key": key, "paused": paused, "now": now}
+        return known(self._one("set_paused", params), tenant, key)
+
+    def remove_schedule(self, tenant: str | None, key: str, now: datetime) -> Schedule:
+        params = {"tenant": tenant_column(tenant), "key": key, "now": now}
+        return known(self._one("remove_schedule", params), tenant, key)
+
+    def _one(self, name: str, params: dict[str, Any]) -> Schedule | None:
+        with (
+            self._connect() as connection,
+            connection.transaction(),
+            connection.cursor(row_factory=dict_row) as cursor,
+        ):
+            cursor.execute(self._sql[name], params)
+            row = cursor.fetchone()
+        return None if row is None else records.schedule(row)
 
     def close(self) -> None:
         """Nothing to release: connections are opened per operation."""

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from oncely.errors import StoreUnavailable
+from oncely.model import Schedule, ScheduleOrigin
+from oncely.recurrence import Trigger
+from oncely.store import records
 from oncely.store.interface import Store
 from oncely.store.queries import migrations, queries
+from oncely.store.records import known, payload_json, tenant_column
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _BUSY_TIMEOUT_S = 30.0
@@ -120,5 +126,76 @@ class SqliteStore(Store):
             versions = [row[0] for row in connection.execute(self._sql["applied_versions"])]
         return max(versions, default=0)
 
+    def save_schedule(
+        self,
+        *,
+        tenant: str | None,
+        key: str,
+        job: str,
+        origin: ScheduleOrigin,
+        trigger: Trigger,
+        payload: Any,
+        next_run_at: datetime | None,
+        now: datetime,
+    ) -> Schedule:
+        params = {
+            "tenant": tenant_column(tenant),
+            "key": key,
+            "job": job,
+            "origin": origin,
+            "trigger_kind": trigger.kind,
+            "trigger_spec": json.dumps(trigger.to_spec(), sort_keys=True),
+            "payload": payload_json(payload),
+            "status": "active" if next_run_at is not None else "ended",
+            "next_run_at": None if next_run_at is None else to_micros(next_run_at),
+            "now": to_micros(now),
+        }
+        with self._connect() as connection:
+            row = self._one(connection, "upsert_schedule", params)
+        assert row is not None
+        return row
+
+    def get_schedule(self, tenant: str | None, key: str) -> Schedule:
+        with self._connect() as connection:
+            found = self._one(
+                connection, "select_schedule", {"tenant": tenant_column(tenant), "key": key}
+            )
+        return known(found, tenant, key)
+
+    def list_schedules(self, tenant: str | None, *, all_tenants: bool = False) -> list[Schedule]:
+        name = "select_schedules_of_all_tenants" if all_tenants else "select_schedules_of_tenant"
+        with self._connect() as connection:
+            cursor = connection.execute(self._sql[name], {"tenant": tenant_column(tenant)})
+            return [_schedule(cursor, row) for row in cursor.fetchall()]
+
+    def set_paused(self, tenant: str | None, key: str, paused: bool, now: datetime) -> Schedule:
+        params = {"tenant": tenant_column(tenant), "key": key, "paused": int(paused)}
+        with self._connect() as connection:
+            found = self._one(connection, "set_paused", {**params, "now": to_micros(now)})
+        return known(found, tenant, key)
+
+    def remove_schedule(self, tenant: str | None, key: str, now: datetime) -> Schedule:
+        params = {"tenant": tenant_column(tenant), "key": key, "now": to_micros(now)}
+        with self._connect() as connection:
+            found = self._one(connection, "remove_schedule", params)
+        return known(found, tenant, key)
+
+    def _one(
+        self, connection: sqlite3.Connection, name: str, params: dict[str, Any]
+    ) -> Schedule | None:
+        cursor = connection.execute(self._sql[name], params)
+        row = cursor.fetchone()
+        return None if row is None else _schedule(cursor, row)
+
     def close(self) -> None:
         """Nothing to release: connections are opened per operation."""
+
+
+def _schedule(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> Schedule:
+    values = dict(zip((column[0] for column in cursor.description), row, strict=True))
+    for name in ("next_run_at", "created_at", "updated_at"):
+        if values[name] is not None:
+            values[name] = from_micros(values[name])
+    values["trigger_spec"] = json.loads(values["trigger_spec"])
+    values["payload"] = json.loads(values["payload"])
+    return records.schedule(values)

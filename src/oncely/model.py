@@ -1,0 +1,40 @@
+"""oncely's vocabulary: what the store returns and the public API hands out.
+
+Database rows are mapped to these inside `oncely.store` and never leave it as rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from oncely.recurrence import Trigger
+
+ScheduleStatus = Literal["active", "ended", "invalid", "removed"]
+ScheduleOrigin = Literal["code", "api"]
+NO_TENANT = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """A key, the job it runs, its trigger, and where it stands.
+
+    ``trigger`` is None only when the stored trigger no longer reads (``status == "invalid"``, with
+    ``status_reason`` saying why): one bad stored rule stops its own schedule and nothing else.
+    ``tenant`` is None for a schedule that belongs to no tenant. ``next_run_at`` is the next
+    occurrence not yet materialised, None when there is none (ended, invalid or removed).
+    """
+
+    key: str
+    job: str
+    trigger: Trigger | None
+    next_run_at: datetime | None
+    paused: bool
+    status: ScheduleStatus
+    tenant: str | None = None
+    payload: Any = None
+    origin: ScheduleOrigin = "api"
+    status_reason: str | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None

@@ -1,0 +1,77 @@
+"""Rows to vocabulary, shared by both dialects once each has turned its types into Python's."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from oncely.errors import InvalidPayload, InvalidSchedule, UnknownSchedule
+from oncely.model import NO_TENANT, Schedule, ScheduleOrigin, ScheduleStatus
+from oncely.recurrence import Trigger, trigger_from_spec
+
+SCHEDULE_COLUMNS = (
+    "id", "tenant", "key", "job", "origin", "trigger_spec", "payload", "paused", "status",
+    "status_reason", "next_run_at", "created_at", "updated_at",
+)  # fmt: skip
+
+
+def payload_json(payload: Any) -> str:
+    """``payload`` as JSON text; raise `InvalidPayload` naming what cannot be stored."""
+    try:
+        return json.dumps(payload, allow_nan=False, separators=(",", ":"), sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise InvalidPayload(
+            f"the payload cannot be stored as JSON ({exc}); pass dicts, lists, strings, numbers, "
+            "booleans or None"
+        ) from exc
+
+
+def tenant_column(tenant: str | None) -> str:
+    """The stored form of ``tenant``: '' for none, because NULL is not a value (lesson 5)."""
+    return NO_TENANT if tenant is None else tenant
+
+
+def schedule(values: Mapping[str, Any]) -> Schedule:
+    """Map one schedule row, with Python types, to a `Schedule`.
+
+    A stored trigger that no longer reads gives ``trigger=None`` and status ``invalid`` with the
+    reason, instead of an error: one bad row must not stop the listing of the others.
+    """
+    status = cast(ScheduleStatus, values["status"])
+    reason = values["status_reason"]
+    trigger: Trigger | None
+    try:
+        trigger = trigger_from_spec(values["trigger_spec"], schedule=values["key"])
+    except InvalidSchedule as exc:
+        trigger, status, reason = None, "invalid", str(exc)
+    tenant = values["tenant"]
+    next_run_at = _utc(values["next_run_at"])
+    return Schedule(
+        key=values["key"],
+        job=values["job"],
+        trigger=trigger,
+        next_run_at=next_run_at if status == "active" else None,
+        paused=bool(values["paused"]),
+        status=status,
+        tenant=None if tenant == NO_TENANT else tenant,
+        payload=values["payload"],
+        origin=cast(ScheduleOrigin, values["origin"]),
+        status_reason=reason,
+        created_at=_utc(values["created_at"]),
+        updated_at=_utc(values["updated_at"]),
+    )
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    """Times leave the store in UTC, whatever zone the database session uses."""
+    return None if value is None else value.astimezone(UTC)
+
+
+def known(found: Schedule | None, tenant: str | None, key: str) -> Schedule:
+    """``found``, or `UnknownSchedule` naming the key (and tenant) that matched nothing."""
+    if found is None:
+        where = f" in tenant {tenant!r}" if tenant is not None else ""
+        raise UnknownSchedule(f"no schedule has key {key!r}{where}; app.schedules() lists them")
+    return found
