@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -17,7 +16,7 @@ from oncely.recurrence import Trigger
 from oncely.store import records
 from oncely.store.interface import Store
 from oncely.store.queries import migrations, queries
-from oncely.store.records import known, payload_json, tenant_column
+from oncely.store.records import known, schedule_params, tenant_column
 
 _CONNECT_TIMEOUT_S = 10
 
@@ -80,18 +79,16 @@ class PostgresStore(Store):
         next_run_at: datetime | None,
         now: datetime,
     ) -> Schedule:
-        params = {
-            "tenant": tenant_column(tenant),
-            "key": key,
-            "job": job,
-            "origin": origin,
-            "trigger_kind": trigger.kind,
-            "trigger_spec": json.dumps(trigger.to_spec(), sort_keys=True),
-            "payload": payload_json(payload),
-            "status": "active" if next_run_at is not None else "ended",
-            "next_run_at": next_run_at,
-            "now": now,
-        }
+        params = schedule_params(
+            tenant=tenant,
+            key=key,
+            job=job,
+            origin=origin,
+            trigger=trigger,
+            payload=payload,
+            next_run_at=next_run_at,
+            now=now,
+        )
         row = self._one("upsert_schedule", params)
         assert row is not None
         return row

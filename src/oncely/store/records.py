@@ -28,6 +28,32 @@ def payload_json(payload: Any) -> str:
         ) from exc
 
 
+def schedule_params(
+    *,
+    tenant: str | None,
+    key: str,
+    job: str,
+    origin: ScheduleOrigin,
+    trigger: Trigger,
+    payload: Any,
+    next_run_at: datetime | None,
+    now: datetime,
+) -> dict[str, Any]:
+    """The parameters of ``upsert_schedule``, times still as datetimes; raises `InvalidPayload`."""
+    return {
+        "tenant": tenant_column(tenant),
+        "key": key,
+        "job": job,
+        "origin": origin,
+        "trigger_kind": trigger.kind,
+        "trigger_spec": json.dumps(trigger.to_spec(), sort_keys=True),
+        "payload": payload_json(payload),
+        "status": "active" if next_run_at is not None else "ended",
+        "next_run_at": next_run_at,
+        "now": now,
+    }
+
+
 def tenant_column(tenant: str | None) -> str:
     """The stored form of ``tenant``: '' for none, because NULL is not a value (lesson 5)."""
     return NO_TENANT if tenant is None else tenant

@@ -16,7 +16,7 @@ from oncely.recurrence import Trigger
 from oncely.store import records
 from oncely.store.interface import Store
 from oncely.store.queries import migrations, queries
-from oncely.store.records import known, payload_json, tenant_column
+from oncely.store.records import known, schedule_params, tenant_column
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _BUSY_TIMEOUT_S = 30.0
@@ -138,18 +138,18 @@ class SqliteStore(Store):
         next_run_at: datetime | None,
         now: datetime,
     ) -> Schedule:
-        params = {
-            "tenant": tenant_column(tenant),
-            "key": key,
-            "job": job,
-            "origin": origin,
-            "trigger_kind": trigger.kind,
-            "trigger_spec": json.dumps(trigger.to_spec(), sort_keys=True),
-            "payload": payload_json(payload),
-            "status": "active" if next_run_at is not None else "ended",
-            "next_run_at": None if next_run_at is None else to_micros(next_run_at),
-            "now": to_micros(now),
-        }
+        params = schedule_params(
+            tenant=tenant,
+            key=key,
+            job=job,
+            origin=origin,
+            trigger=trigger,
+            payload=payload,
+            next_run_at=next_run_at,
+            now=now,
+        )
+        params["now"] = to_micros(now)
+        params["next_run_at"] = None if next_run_at is None else to_micros(next_run_at)
         with self._connect() as connection:
             row = self._one(connection, "upsert_schedule", params)
         assert row is not None
