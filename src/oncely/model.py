@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from oncely.recurrence import Trigger
+from oncely.recurrence import Instance, Trigger
 
 ScheduleStatus = Literal["active", "ended", "invalid", "removed"]
 ScheduleOrigin = Literal["code", "api"]
@@ -38,3 +38,45 @@ class Schedule:
     status_reason: str | None = None
     created_at: datetime | None = None
     updated_at: datetime | None = None
+
+
+OccurrenceStatus = Literal[
+    "pending", "running", "succeeded", "retrying", "failed", "skipped", "abandoned", "invalid"
+]
+OccurrenceOrigin = Literal["schedule", "trigger", "backfill", "defer"]
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """An occurrence the engine has decided to record: when, and whether it is to run.
+
+    ``status`` is ``pending`` (to run from ``run_after``, the scheduled time unless told
+    otherwise) or ``skipped`` with a ``reason`` (a misfire or an overlap): what did not run is
+    recorded too, because "why didn't it fire?" is the question users ask.
+    """
+
+    instance: Instance
+    status: Literal["pending", "skipped"] = "pending"
+    reason: str | None = None
+    origin: OccurrenceOrigin = "schedule"
+
+
+@dataclass(frozen=True, slots=True)
+class Occurrence:
+    """One (schedule, scheduled time) and what became of it: a row of history."""
+
+    key: str
+    scheduled_for: datetime
+    status: OccurrenceStatus
+    attempts: int
+    started_at: datetime | None
+    finished_at: datetime | None
+    worker: str | None
+    error: str | None
+    tenant: str | None = None
+    reason: str | None = None
+    local_wall: datetime | None = None
+    fold: int = 0
+    dst: str | None = None
+    ordinal: int | None = None
+    origin: OccurrenceOrigin = "schedule"

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from oncely.model import Schedule, ScheduleOrigin
+from oncely.model import Occurrence, OccurrenceStatus, Planned, Schedule, ScheduleOrigin
 from oncely.recurrence import Trigger
 
 
@@ -73,6 +74,48 @@ class Store(ABC):
     @abstractmethod
     def remove_schedule(self, tenant: str | None, key: str, now: datetime) -> Schedule:
         """Stop schedule (tenant, key) firing and keep it as history; raise `UnknownSchedule`."""
+
+    @abstractmethod
+    def materialise(
+        self,
+        tenant: str | None,
+        key: str,
+        planned: Sequence[Planned],
+        *,
+        expected_next_run_at: datetime | None,
+        next_run_at: datetime | None,
+        now: datetime,
+    ) -> int:
+        """Record ``planned`` occurrences and move the schedule's next run on, in one transaction.
+
+        Only when the schedule (tenant, key) is active and its ``next_run_at`` still is
+        ``expected_next_run_at`` (None matching None): otherwise another process got there first,
+        nothing is written, and 0 is returned. Each occurrence is inserted once: one already
+        recorded for the same (schedule, time) is left as it is. ``next_run_at=None`` ends the
+        schedule. Returns how many occurrences were new. Raises `StoreUnavailable`.
+        """
+
+    @abstractmethod
+    def next_due_at(self) -> datetime | None:
+        """Return the earliest next run of an active, unpaused schedule; None when there is none."""
+
+    @abstractmethod
+    def history(
+        self,
+        tenant: str | None,
+        *,
+        key: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        status: OccurrenceStatus | None = None,
+        limit: int = 100,
+    ) -> list[Occurrence]:
+        """Return ``tenant``'s occurrences, newest scheduled time first, at most ``limit``.
+
+        Each filter left as None matches everything (never "is NULL"): ``key``, scheduled time in
+        [``since``, ``until``), ``status``. Removed schedules' occurrences are included: they are
+        the record of what happened.
+        """
 
     @abstractmethod
     def close(self) -> None:

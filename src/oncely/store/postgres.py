@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
 
 from oncely.errors import StoreUnavailable
-from oncely.model import Schedule, ScheduleOrigin
+from oncely.model import Occurrence, OccurrenceStatus, Planned, Schedule, ScheduleOrigin
 from oncely.recurrence import Trigger
 from oncely.store import records
 from oncely.store.interface import Store
 from oncely.store.queries import migrations, queries
-from oncely.store.records import known, schedule_params, tenant_column
+from oncely.store.records import known, occurrence_params, schedule_params, tenant_column
 
 _CONNECT_TIMEOUT_S = 10
 
@@ -110,6 +110,66 @@ class PostgresStore(Store):
     def remove_schedule(self, tenant: str | None, key: str, now: datetime) -> Schedule:
         params = {"tenant": tenant_column(tenant), "key": key, "now": now}
         return known(self._one("remove_schedule", params), tenant, key)
+
+    def materialise(
+        self,
+        tenant: str | None,
+        key: str,
+        planned: Sequence[Planned],
+        *,
+        expected_next_run_at: datetime | None,
+        next_run_at: datetime | None,
+        now: datetime,
+    ) -> int:
+        stored_tenant = tenant_column(tenant)
+        advance = {
+            "tenant": stored_tenant,
+            "key": key,
+            "expected": expected_next_run_at,
+            "next_run_at": next_run_at,
+            "now": now,
+        }
+        inserted = 0
+        with self._connect() as connection, connection.transaction():
+            row = connection.execute(self._sql["advance_schedule"], advance).fetchone()
+            if row is not None:
+                schedule_id = row[0]
+                assert isinstance(schedule_id, int)
+                with connection.cursor() as cursor:
+                    for item in planned:
+                        params = occurrence_params(schedule_id, stored_tenant, item, now)
+                        cursor.execute(self._sql["insert_occurrence"], params)
+                        inserted += cursor.rowcount
+        return inserted
+
+    def next_due_at(self) -> datetime | None:
+        with self._connect() as connection:
+            row = connection.execute(self._sql["next_schedule_due"]).fetchone()
+        if row is None or not isinstance(row[0], datetime):
+            return None
+        return row[0].astimezone(UTC)
+
+    def history(
+        self,
+        tenant: str | None,
+        *,
+        key: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        status: OccurrenceStatus | None = None,
+        limit: int = 100,
+    ) -> list[Occurrence]:
+        params = {
+            "tenant": tenant_column(tenant),
+            "key": key,
+            "since": since,
+            "until": until,
+            "status": status,
+            "limit": limit,
+        }
+        with self._connect() as connection, connection.cursor(row_factory=dict_row) as cursor:
+            cursor.execute(self._sql["select_history"], params)
+            return [records.occurrence(row) for row in cursor.fetchall()]
 
     def _one(self, name: str, params: dict[str, Any]) -> Schedule | None:
         with (

@@ -8,7 +8,16 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from oncely.errors import InvalidPayload, InvalidSchedule, UnknownSchedule
-from oncely.model import NO_TENANT, Schedule, ScheduleOrigin, ScheduleStatus
+from oncely.model import (
+    NO_TENANT,
+    Occurrence,
+    OccurrenceOrigin,
+    OccurrenceStatus,
+    Planned,
+    Schedule,
+    ScheduleOrigin,
+    ScheduleStatus,
+)
 from oncely.recurrence import Trigger, trigger_from_spec
 
 SCHEDULE_COLUMNS = (
@@ -101,3 +110,47 @@ def known(found: Schedule | None, tenant: str | None, key: str) -> Schedule:
         where = f" in tenant {tenant!r}" if tenant is not None else ""
         raise UnknownSchedule(f"no schedule has key {key!r}{where}; app.schedules() lists them")
     return found
+
+
+def occurrence_params(
+    schedule_id: int, tenant: str, planned: Planned, now: datetime
+) -> dict[str, Any]:
+    """The parameters of ``insert_occurrence``, times still as datetimes."""
+    instance = planned.instance
+    return {
+        "schedule_id": schedule_id,
+        "tenant": tenant,
+        "scheduled_for": instance.at,
+        "local_wall": instance.wall.isoformat(),
+        "fold": instance.fold,
+        "dst_note": instance.dst,
+        "ordinal": instance.ordinal,
+        "origin": planned.origin,
+        "status": planned.status,
+        "reason": planned.reason,
+        "run_after": instance.at,
+        "now": now,
+    }
+
+
+def occurrence(values: Mapping[str, Any]) -> Occurrence:
+    """Map one history row, with Python types, to an `Occurrence`."""
+    tenant = values["tenant"]
+    wall = values["local_wall"]
+    return Occurrence(
+        key=values["key"],
+        scheduled_for=values["scheduled_for"].astimezone(UTC),
+        status=cast(OccurrenceStatus, values["status"]),
+        attempts=values["attempts"],
+        started_at=_utc(values["started_at"]),
+        finished_at=_utc(values["finished_at"]),
+        worker=values["worker"],
+        error=values["error"],
+        tenant=None if tenant == NO_TENANT else tenant,
+        reason=values["reason"],
+        local_wall=None if wall is None else datetime.fromisoformat(wall),
+        fold=values["fold"],
+        dst=values["dst_note"],
+        ordinal=values["ordinal"],
+        origin=cast(OccurrenceOrigin, values["origin"]),
+    )

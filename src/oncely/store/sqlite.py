@@ -5,18 +5,18 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from oncely.errors import StoreUnavailable
-from oncely.model import Schedule, ScheduleOrigin
+from oncely.model import Occurrence, OccurrenceStatus, Planned, Schedule, ScheduleOrigin
 from oncely.recurrence import Trigger
 from oncely.store import records
 from oncely.store.interface import Store
 from oncely.store.queries import migrations, queries
-from oncely.store.records import known, schedule_params, tenant_column
+from oncely.store.records import known, occurrence_params, schedule_params, tenant_column
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _BUSY_TIMEOUT_S = 30.0
@@ -30,6 +30,14 @@ def to_micros(t: datetime) -> int:
 def from_micros(value: int) -> datetime:
     """The aware UTC datetime of a time column."""
     return _EPOCH + timedelta(microseconds=value)
+
+
+def _micros_or_none(t: datetime | None) -> int | None:
+    return None if t is None else to_micros(t)
+
+
+def _micros_or_none_back(value: int | None) -> datetime | None:
+    return None if value is None else from_micros(value)
 
 
 def _statements(script: str) -> Iterator[str]:
@@ -179,6 +187,76 @@ class SqliteStore(Store):
         with self._connect() as connection:
             found = self._one(connection, "remove_schedule", params)
         return known(found, tenant, key)
+
+    def materialise(
+        self,
+        tenant: str | None,
+        key: str,
+        planned: Sequence[Planned],
+        *,
+        expected_next_run_at: datetime | None,
+        next_run_at: datetime | None,
+        now: datetime,
+    ) -> int:
+        stored_tenant = tenant_column(tenant)
+        advance = {
+            "tenant": stored_tenant,
+            "key": key,
+            "expected": _micros_or_none(expected_next_run_at),
+            "next_run_at": _micros_or_none(next_run_at),
+            "now": to_micros(now),
+        }
+        with self._connect() as connection:
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                row = connection.execute(self._sql["advance_schedule"], advance).fetchone()
+                inserted = 0
+                if row is not None:
+                    for item in planned:
+                        params = occurrence_params(row[0], stored_tenant, item, now)
+                        for name in ("scheduled_for", "run_after", "now"):
+                            params[name] = to_micros(params[name])
+                        cursor = connection.execute(self._sql["insert_occurrence"], params)
+                        inserted += cursor.rowcount
+                connection.execute("COMMIT")
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+        return inserted
+
+    def next_due_at(self) -> datetime | None:
+        with self._connect() as connection:
+            row = connection.execute(self._sql["next_schedule_due"]).fetchone()
+        return None if row is None or row[0] is None else from_micros(row[0])
+
+    def history(
+        self,
+        tenant: str | None,
+        *,
+        key: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        status: OccurrenceStatus | None = None,
+        limit: int = 100,
+    ) -> list[Occurrence]:
+        params = {
+            "tenant": tenant_column(tenant),
+            "key": key,
+            "since": _micros_or_none(since),
+            "until": _micros_or_none(until),
+            "status": status,
+            "limit": limit,
+        }
+        with self._connect() as connection:
+            cursor = connection.execute(self._sql["select_history"], params)
+            names = [column[0] for column in cursor.description]
+            result = []
+            for row in cursor.fetchall():
+                values = dict(zip(names, row, strict=True))
+                for name in ("scheduled_for", "started_at", "finished_at"):
+                    values[name] = _micros_or_none_back(values[name])
+                result.append(records.occurrence(values))
+        return result
 
     def _one(
         self, connection: sqlite3.Connection, name: str, params: dict[str, Any]

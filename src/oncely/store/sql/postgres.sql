@@ -72,3 +72,42 @@ UPDATE oncely_schedules SET status = 'removed', next_run_at = NULL, updated_at =
 WHERE tenant = %(tenant)s AND key = %(key)s AND status <> 'removed'
 RETURNING id, tenant, key, job, origin, trigger_spec, payload, paused, status, status_reason,
     next_run_at, created_at, updated_at;
+
+-- name: advance_schedule
+-- Compare-and-swap on next_run_at: of two processes materialising the same schedule, one moves it
+-- on and the other finds nothing to do. The NULL arm is explicit: IS NOT DISTINCT FROM.
+UPDATE oncely_schedules
+SET next_run_at = %(next_run_at)s::timestamptz,
+    status = CASE WHEN %(next_run_at)s::timestamptz IS NULL THEN 'ended' ELSE status END,
+    updated_at = %(now)s
+WHERE tenant = %(tenant)s AND key = %(key)s AND status = 'active'
+  AND next_run_at IS NOT DISTINCT FROM %(expected)s::timestamptz
+RETURNING id;
+
+-- name: insert_occurrence
+-- Exactly once is the UNIQUE (schedule_id, scheduled_for) constraint: a second insert of the same
+-- occurrence, by any process, does nothing.
+INSERT INTO oncely_occurrences
+    (schedule_id, tenant, scheduled_for, local_wall, fold, dst_note, ordinal, origin, status,
+     reason, run_after, created_at)
+VALUES
+    (%(schedule_id)s, %(tenant)s, %(scheduled_for)s, %(local_wall)s, %(fold)s, %(dst_note)s,
+     %(ordinal)s, %(origin)s, %(status)s, %(reason)s, %(run_after)s, %(now)s)
+ON CONFLICT (schedule_id, scheduled_for) DO NOTHING;
+
+-- name: next_schedule_due
+SELECT min(next_run_at) FROM oncely_schedules
+WHERE status = 'active' AND NOT paused AND next_run_at IS NOT NULL;
+
+-- name: select_history
+-- Each filter's NULL arm is spelled out: a NULL filter means "any", never "matches NULL".
+SELECT s.key, o.tenant, o.scheduled_for, o.status, o.attempts, o.started_at, o.finished_at,
+    o.worker, o.error, o.reason, o.local_wall, o.fold, o.dst_note, o.ordinal, o.origin
+FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
+WHERE o.tenant = %(tenant)s
+  AND (%(key)s::text IS NULL OR s.key = %(key)s)
+  AND (%(since)s::timestamptz IS NULL OR o.scheduled_for >= %(since)s)
+  AND (%(until)s::timestamptz IS NULL OR o.scheduled_for < %(until)s)
+  AND (%(status)s::text IS NULL OR o.status = %(status)s)
+ORDER BY o.scheduled_for DESC, o.id DESC
+LIMIT %(limit)s;

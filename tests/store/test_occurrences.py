@@ -1,0 +1,178 @@
+"""Store contract, occurrences: each (schedule, time) recorded once, next run moved by CAS."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+
+from oncely import every
+from oncely.model import Planned
+from oncely.recurrence import Instance
+from oncely.store import Store, open_store
+
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+HOUR = timedelta(hours=1)
+TRIGGER = every(hours=1)
+
+
+def at(hours: int) -> datetime:
+    return NOW + hours * HOUR
+
+
+def planned(*hours: int, status: str = "pending", reason: str | None = None) -> list[Planned]:
+    instances = [TRIGGER.next_instance_after(at(h) - timedelta(seconds=1)) for h in hours]
+    return [Planned(i, status, reason) for i in instances if i is not None]  # type: ignore[arg-type]
+
+
+def schedule(store: Store, key: str = "sync", tenant: str | None = None) -> None:
+    store.save_schedule(
+        tenant=tenant,
+        key=key,
+        job="sync",
+        origin="code",
+        trigger=TRIGGER,
+        payload=None,
+        next_run_at=at(0),
+        now=NOW,
+    )
+
+
+def test_materialise_records_occurrences_and_moves_the_next_run(store: Store) -> None:
+    schedule(store)
+    new = store.materialise(
+        None, "sync", planned(0, 1), expected_next_run_at=at(0), next_run_at=at(2), now=NOW
+    )
+    assert new == 2
+    assert store.get_schedule(None, "sync").next_run_at == at(2)
+    history = store.history(None, key="sync")
+    assert [(o.scheduled_for, o.status, o.attempts) for o in history] == [
+        (at(1), "pending", 0),
+        (at(0), "pending", 0),
+    ]
+    assert history[0].local_wall == at(1).replace(tzinfo=None)
+    assert store.next_due_at() == at(2)
+
+
+def test_a_stale_expected_next_run_writes_nothing(store: Store) -> None:
+    schedule(store)
+    store.materialise(
+        None, "sync", planned(0), expected_next_run_at=at(0), next_run_at=at(1), now=NOW
+    )
+    # a second process that read the schedule before the first moved it on, and planned more
+    late = store.materialise(
+        None, "sync", planned(0, 1, 2), expected_next_run_at=at(0), next_run_at=at(5), now=NOW
+    )
+    assert late == 0
+    assert len(store.history(None)) == 1
+    assert store.get_schedule(None, "sync").next_run_at == at(1)
+
+
+def test_an_occurrence_is_recorded_once_even_when_planned_twice(store: Store) -> None:
+    # Lesson 1: one row per (schedule, scheduled time), unique in the database.
+    schedule(store)
+    store.materialise(
+        None, "sync", planned(0), expected_next_run_at=at(0), next_run_at=at(1), now=NOW
+    )
+    again = store.materialise(
+        None, "sync", planned(0, 1), expected_next_run_at=at(1), next_run_at=at(2), now=NOW
+    )
+    assert again == 1
+    assert [o.scheduled_for for o in store.history(None)] == [at(1), at(0)]
+
+
+def test_concurrent_materialisers_record_each_occurrence_once(store: Store) -> None:
+    url = f"sqlite:///{store.path}" if store.dialect == "sqlite" else store.conninfo  # type: ignore[attr-defined]
+    schedule(store)
+    stores = [open_store(url) for _ in range(4)]
+    barrier = threading.Barrier(len(stores))
+    counts: list[int] = []
+
+    def race(other: Store) -> None:
+        barrier.wait()
+        counts.append(
+            other.materialise(
+                None,
+                "sync",
+                planned(0, 1, 2),
+                expected_next_run_at=at(0),
+                next_run_at=at(3),
+                now=NOW,
+            )
+        )
+
+    threads = [threading.Thread(target=race, args=(s,)) for s in stores]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert sorted(counts) == [0, 0, 0, 3]
+    assert len(store.history(None)) == 3
+
+
+def test_no_next_run_ends_the_schedule(store: Store) -> None:
+    schedule(store)
+    store.materialise(
+        None, "sync", planned(0), expected_next_run_at=at(0), next_run_at=None, now=NOW
+    )
+    ended = store.get_schedule(None, "sync")
+    assert (ended.status, ended.next_run_at) == ("ended", None)
+    assert store.next_due_at() is None
+
+
+def test_skips_are_recorded_with_their_reason(store: Store) -> None:
+    schedule(store)
+    skipped = planned(0, status="skipped", reason="misfire: missed by 3 weeks, outside grace")
+    store.materialise(None, "sync", skipped, expected_next_run_at=at(0), next_run_at=at(1), now=NOW)
+    (only,) = store.history(None, status="skipped")
+    assert only.reason == "misfire: missed by 3 weeks, outside grace"
+    assert store.history(None, status="pending") == []
+
+
+def test_next_due_leaves_out_paused_and_removed_schedules(store: Store) -> None:
+    schedule(store, "a")
+    schedule(store, "b")
+    store.materialise(None, "a", [], expected_next_run_at=at(0), next_run_at=at(5), now=NOW)
+    assert store.next_due_at() == at(0)  # b
+    store.set_paused(None, "b", True, NOW)
+    assert store.next_due_at() == at(5)
+    store.remove_schedule(None, "a", NOW)
+    assert store.next_due_at() is None
+
+
+def test_history_filters_each_mean_any_when_none(store: Store) -> None:
+    schedule(store, "a")
+    schedule(store, "b", tenant="acme")
+    store.materialise(
+        None, "a", planned(0, 1, 2), expected_next_run_at=at(0), next_run_at=at(3), now=NOW
+    )
+    store.materialise(
+        "acme", "b", planned(0), expected_next_run_at=at(0), next_run_at=at(1), now=NOW
+    )
+    assert len(store.history(None)) == 3
+    assert [o.scheduled_for for o in store.history(None, since=at(1))] == [at(2), at(1)]
+    assert [o.scheduled_for for o in store.history(None, until=at(1))] == [at(0)]
+    assert [o.scheduled_for for o in store.history(None, limit=1)] == [at(2)]
+    assert store.history(None, key="b") == []  # another tenant's key is invisible
+    (acme,) = store.history("acme")
+    assert (acme.key, acme.tenant) == ("b", "acme")
+    store.remove_schedule(None, "a", NOW)
+    assert len(store.history(None, key="a")) == 3  # history outlives the schedule
+
+
+def test_dst_details_are_kept_for_audit(store: Store) -> None:
+    schedule(store)
+    wall = datetime(2026, 10, 25, 2, 30)
+    instance = Instance(
+        datetime(2026, 10, 25, 1, 30, tzinfo=UTC),
+        wall,
+        1,
+        "Europe/Berlin",
+        wall,
+        "fold-second",
+        ordinal=7,
+    )
+    store.materialise(
+        None, "sync", [Planned(instance)], expected_next_run_at=at(0), next_run_at=at(1), now=NOW
+    )
+    (kept,) = store.history(None)
+    assert (kept.local_wall, kept.fold, kept.dst, kept.ordinal) == (wall, 1, "fold-second", 7)
