@@ -50,9 +50,9 @@ OccurrenceOrigin = Literal["schedule", "trigger", "backfill", "defer"]
 class Planned:
     """An occurrence the engine has decided to record: when, and whether it is to run.
 
-    ``status`` is ``pending`` (to run from ``run_after``, the scheduled time unless told
-    otherwise) or ``skipped`` with a ``reason`` (a misfire or an overlap): what did not run is
-    recorded too, because "why didn't it fire?" is the question users ask.
+    ``status`` is ``pending`` (to run from its scheduled time) or ``skipped`` with a ``reason``
+    (a misfire or an overlap): what did not run is recorded too, because "why didn't it fire?" is
+    the question users ask.
     """
 
     instance: Instance

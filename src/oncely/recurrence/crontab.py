@@ -15,7 +15,7 @@ from typing import Any
 from cronsim import CronSim, CronSimError
 
 from oncely.errors import InvalidSchedule
-from oncely.recurrence.lenient import warn_once
+from oncely.recurrence.lenient import input_key, warn_once
 from oncely.recurrence.trigger import SPEC_VERSION, Trigger
 from oncely.recurrence.wallclock import (
     DstFold,
@@ -110,16 +110,16 @@ def parse_cron(expr: str) -> str | None:
     try:
         return validate_cron(expr)
     except InvalidSchedule as exc:
-        warn_once(logger, _key(expr), "ignoring invalid cron expression: %s", exc)
+        warn_once(logger, input_key("cron", expr), "ignoring invalid cron expression: %s", exc)
         return None
     except Exception as exc:  # the lenient posture never raises, whatever the input
-        warn_once(logger, _key(expr), "ignoring unreadable cron expression: %s", type(exc).__name__)
+        warn_once(
+            logger,
+            input_key("cron", expr),
+            "ignoring unreadable cron expression: %s",
+            type(exc).__name__,
+        )
         return None
-
-
-def _key(expr: object) -> str:
-    """A key for one bad input; repr() of a hostile object may itself raise."""
-    return "cron:" + expr if isinstance(expr, str) else f"cron:<{type(expr).__name__}>"
 
 
 class Cron(Trigger):

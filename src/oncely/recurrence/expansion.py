@@ -183,10 +183,8 @@ class Expansion:
             if dates.after(datetime(_PROBE_BASE_YEAR, 1, 1), inc=True) is None:
                 return False
             self.build(self.dtstart)  # dateutil's own check of INTERVAL against BYHOUR etc.
-        except (
-            EmptyRule,
-            IndexError,
-        ):  # dateutil raises IndexError on some positions it cannot place
+        # dateutil raises IndexError on some BYDAY positions it cannot place in a period.
+        except (EmptyRule, IndexError):
             return False
         setpos = parts.get("bysetpos")
         return not setpos or min(abs(p) for p in setpos) <= self._largest_set(parts)

@@ -28,3 +28,8 @@ def log_once(logger: logging.Logger, level: int, key: str, message: str, *args: 
             _seen.clear()
         _seen.add(key)
     logger.log(level, message, *args)
+
+
+def input_key(kind: str, value: object) -> str:
+    """A key naming one bad input of ``kind``; repr() of a hostile object may itself raise."""
+    return f"{kind}:{value}" if isinstance(value, str) else f"{kind}:<{type(value).__name__}>"

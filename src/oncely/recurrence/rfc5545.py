@@ -21,7 +21,7 @@ from datetime import date, datetime, timedelta
 
 from oncely.errors import InvalidSchedule
 from oncely.recurrence.expansion import Expansion
-from oncely.recurrence.lenient import warn_once
+from oncely.recurrence.lenient import input_key, warn_once
 
 logger = logging.getLogger("oncely.recurrence")
 
@@ -120,9 +120,14 @@ def parse_rrule(text: str) -> Rule | None:
     try:
         return _read(text, strict=False)
     except InvalidSchedule as exc:
-        warn_once(logger, _key(text), "ignoring invalid recurrence rule: %s", exc)
+        warn_once(logger, input_key("rrule", text), "ignoring invalid recurrence rule: %s", exc)
     except Exception as exc:  # the lenient posture never raises, whatever the input
-        warn_once(logger, _key(text), "ignoring unreadable recurrence rule: %s", type(exc).__name__)
+        warn_once(
+            logger,
+            input_key("rrule", text),
+            "ignoring unreadable recurrence rule: %s",
+            type(exc).__name__,
+        )
     return None
 
 
@@ -133,13 +138,6 @@ def read_stored_rrule(text: str) -> Rule:
     where the caller reports the reason itself instead of a logged WARNING.
     """
     return _read(text, strict=False)
-
-
-def _key(text: object) -> str:
-    """A key for one bad input; repr() of a hostile object may itself raise."""
-    if isinstance(text, str):
-        return "rrule:" + text
-    return f"rrule:<{type(text).__name__}>"
 
 
 def _read(text: str, *, strict: bool) -> Rule:

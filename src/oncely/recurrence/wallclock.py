@@ -116,20 +116,13 @@ class Zone:
 
     def min_offset_near(self, t: datetime) -> timedelta:
         """Return the smallest UTC offset in force within two days of instant ``t``."""
-        return min(self._offsets_near(t))
-
-    def max_offset_near(self, t: datetime) -> timedelta:
-        """Return the largest UTC offset in force within two days of instant ``t``."""
-        return max(self._offsets_near(t))
-
-    def _offsets_near(self, t: datetime) -> list[timedelta]:
         offsets = []
         for delta in _NEAR:
             try:
                 offsets.append(self.offset_at(t + delta))
             except OverflowError:  # within two days of year 1 or 9999
                 continue
-        return offsets
+        return min(offsets)
 
     def resolve(
         self, nominal: datetime, dst_gap: DstGap, dst_fold: DstFold

@@ -129,18 +129,19 @@ class PostgresStore(Store):
             "next_run_at": next_run_at,
             "now": now,
         }
-        inserted = 0
         with self._connect() as connection, connection.transaction():
             row = connection.execute(self._sql["advance_schedule"], advance).fetchone()
-            if row is not None:
-                schedule_id = row[0]
-                assert isinstance(schedule_id, int)
-                with connection.cursor() as cursor:
-                    for item in planned:
-                        params = occurrence_params(schedule_id, stored_tenant, item, now)
-                        cursor.execute(self._sql["insert_occurrence"], params)
-                        inserted += cursor.rowcount
-        return inserted
+            if row is None:
+                return 0
+            schedule_id = row[0]
+            assert isinstance(schedule_id, int)
+            rows = [occurrence_params(schedule_id, stored_tenant, p, now) for p in planned]
+            if not rows:
+                return 0
+            with connection.cursor() as cursor:
+                # one pipelined round trip for all rows; rowcount is the number inserted
+                cursor.executemany(self._sql["insert_occurrence"], rows)
+                return cursor.rowcount
 
     def next_due_at(self) -> datetime | None:
         with self._connect() as connection:

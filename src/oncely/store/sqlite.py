@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -32,12 +32,35 @@ def from_micros(value: int) -> datetime:
     return _EPOCH + timedelta(microseconds=value)
 
 
-def _micros_or_none(t: datetime | None) -> int | None:
-    return None if t is None else to_micros(t)
+_TIME_COLUMNS = frozenset(
+    {"next_run_at", "created_at", "updated_at", "scheduled_for", "started_at", "finished_at"}
+)
 
 
-def _micros_or_none_back(value: int | None) -> datetime | None:
-    return None if value is None else from_micros(value)
+def _bind(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Query parameters for SQLite: every aware datetime becomes integer microseconds."""
+    return {k: to_micros(v) if isinstance(v, datetime) else v for k, v in params.items()}
+
+
+def _values(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
+    """A result row by column name, with time columns back as aware UTC datetimes."""
+    values = dict(zip((column[0] for column in cursor.description), row, strict=True))
+    for name in _TIME_COLUMNS.intersection(values):
+        if values[name] is not None:
+            values[name] = from_micros(values[name])
+    return values
+
+
+@contextmanager
+def _transaction(connection: sqlite3.Connection, begin: str) -> Iterator[None]:
+    """Run the block in one transaction opened by ``begin``; commit, or roll back and re-raise."""
+    connection.execute(begin)
+    try:
+        yield
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
 
 
 def _statements(script: str) -> Iterator[str]:
@@ -92,7 +115,6 @@ class SqliteStore(Store):
         except sqlite3.Error as exc:
             raise StoreUnavailable(f"cannot open SQLite database {self.path!r}: {exc}") from exc
         try:
-            _use_wal(connection)
             connection.execute("PRAGMA foreign_keys = ON")
             yield connection
         except sqlite3.OperationalError as exc:
@@ -103,8 +125,10 @@ class SqliteStore(Store):
     def migrate(self, now: datetime) -> list[int]:
         applied: list[int] = []
         with self._connect() as connection:
-            connection.execute(self._sql["lock_migrations"])
-            try:
+            # WAL is a property of the file: set once here, where every process starts, and not
+            # on every connection.
+            _use_wal(connection)
+            with _transaction(connection, self._sql["lock_migrations"]):
                 connection.execute(self._sql["create_migrations_table"])
                 seen = {row[0] for row in connection.execute(self._sql["applied_versions"])}
                 for migration in migrations("sqlite"):
@@ -112,19 +136,11 @@ class SqliteStore(Store):
                         continue
                     for statement in _statements(migration.sql):
                         connection.execute(statement)
+                    record = {"version": migration.version, "name": migration.name}
                     connection.execute(
-                        self._sql["record_migration"],
-                        {
-                            "version": migration.version,
-                            "name": migration.name,
-                            "applied_at": to_micros(now),
-                        },
+                        self._sql["record_migration"], _bind({**record, "applied_at": now})
                     )
                     applied.append(migration.version)
-                connection.execute("COMMIT")
-            except BaseException:
-                connection.execute("ROLLBACK")
-                raise
         return applied
 
     def schema_version(self) -> int:
@@ -156,8 +172,6 @@ class SqliteStore(Store):
             next_run_at=next_run_at,
             now=now,
         )
-        params["now"] = to_micros(now)
-        params["next_run_at"] = None if next_run_at is None else to_micros(next_run_at)
         with self._connect() as connection:
             row = self._one(connection, "upsert_schedule", params)
         assert row is not None
@@ -177,13 +191,13 @@ class SqliteStore(Store):
             return [_schedule(cursor, row) for row in cursor.fetchall()]
 
     def set_paused(self, tenant: str | None, key: str, paused: bool, now: datetime) -> Schedule:
-        params = {"tenant": tenant_column(tenant), "key": key, "paused": int(paused)}
+        params = {"tenant": tenant_column(tenant), "key": key, "paused": int(paused), "now": now}
         with self._connect() as connection:
-            found = self._one(connection, "set_paused", {**params, "now": to_micros(now)})
+            found = self._one(connection, "set_paused", params)
         return known(found, tenant, key)
 
     def remove_schedule(self, tenant: str | None, key: str, now: datetime) -> Schedule:
-        params = {"tenant": tenant_column(tenant), "key": key, "now": to_micros(now)}
+        params = {"tenant": tenant_column(tenant), "key": key, "now": now}
         with self._connect() as connection:
             found = self._one(connection, "remove_schedule", params)
         return known(found, tenant, key)
@@ -202,27 +216,18 @@ class SqliteStore(Store):
         advance = {
             "tenant": stored_tenant,
             "key": key,
-            "expected": _micros_or_none(expected_next_run_at),
-            "next_run_at": _micros_or_none(next_run_at),
-            "now": to_micros(now),
+            "expected": expected_next_run_at,
+            "next_run_at": next_run_at,
+            "now": now,
         }
-        with self._connect() as connection:
-            connection.execute("BEGIN IMMEDIATE")
-            try:
-                row = connection.execute(self._sql["advance_schedule"], advance).fetchone()
-                inserted = 0
-                if row is not None:
-                    for item in planned:
-                        params = occurrence_params(row[0], stored_tenant, item, now)
-                        for name in ("scheduled_for", "run_after", "now"):
-                            params[name] = to_micros(params[name])
-                        cursor = connection.execute(self._sql["insert_occurrence"], params)
-                        inserted += cursor.rowcount
-                connection.execute("COMMIT")
-            except BaseException:
-                connection.execute("ROLLBACK")
-                raise
-        return inserted
+        with self._connect() as connection, _transaction(connection, "BEGIN IMMEDIATE"):
+            row = connection.execute(self._sql["advance_schedule"], _bind(advance)).fetchone()
+            if row is None:
+                return 0
+            rows = [_bind(occurrence_params(row[0], stored_tenant, p, now)) for p in planned]
+            if not rows:
+                return 0
+            return connection.executemany(self._sql["insert_occurrence"], rows).rowcount
 
     def next_due_at(self) -> datetime | None:
         with self._connect() as connection:
@@ -242,26 +247,19 @@ class SqliteStore(Store):
         params = {
             "tenant": tenant_column(tenant),
             "key": key,
-            "since": _micros_or_none(since),
-            "until": _micros_or_none(until),
+            "since": since,
+            "until": until,
             "status": status,
             "limit": limit,
         }
         with self._connect() as connection:
-            cursor = connection.execute(self._sql["select_history"], params)
-            names = [column[0] for column in cursor.description]
-            result = []
-            for row in cursor.fetchall():
-                values = dict(zip(names, row, strict=True))
-                for name in ("scheduled_for", "started_at", "finished_at"):
-                    values[name] = _micros_or_none_back(values[name])
-                result.append(records.occurrence(values))
-        return result
+            cursor = connection.execute(self._sql["select_history"], _bind(params))
+            return [records.occurrence(_values(cursor, row)) for row in cursor.fetchall()]
 
     def _one(
         self, connection: sqlite3.Connection, name: str, params: dict[str, Any]
     ) -> Schedule | None:
-        cursor = connection.execute(self._sql[name], params)
+        cursor = connection.execute(self._sql[name], _bind(params))
         row = cursor.fetchone()
         return None if row is None else _schedule(cursor, row)
 
@@ -270,10 +268,7 @@ class SqliteStore(Store):
 
 
 def _schedule(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> Schedule:
-    values = dict(zip((column[0] for column in cursor.description), row, strict=True))
-    for name in ("next_run_at", "created_at", "updated_at"):
-        if values[name] is not None:
-            values[name] = from_micros(values[name])
+    values = _values(cursor, row)
     values["trigger_spec"] = json.loads(values["trigger_spec"])
     values["payload"] = json.loads(values["payload"])
     return records.schedule(values)
