@@ -10,14 +10,14 @@ STAMP  := $(VENV)/.installed
 # `make test HYPOTHESIS_PROFILE=dev` for a quicker local run.  Extra pytest args: PYTEST_ARGS.
 HYPOTHESIS_PROFILE ?= ci
 PYTEST_ARGS ?=
-LINT_PATHS := $(wildcard src tests bench)
+LINT_PATHS := $(wildcard src tests bench examples)
 
 .DEFAULT_GOAL := help
 
 .PHONY: help venv .venv demo lint test bench clean
 
 help:
-	@echo "make demo   create .venv, install, show the next occurrences of two schedules"
+	@echo "make demo   create .venv, install, run the example app with two worker processes"
 	@echo "make test   create .venv, install dev deps, run lint and the whole test suite"
 	@echo "make lint   ruff check, ruff format --check, mypy (strict on src/)"
 	@echo "make bench  run bench/recurrence.py"
@@ -34,8 +34,7 @@ $(STAMP): pyproject.toml
 	touch $@
 
 demo: $(STAMP)
-	$(BIN)/oncely preview "FREQ=WEEKLY;BYDAY=MO,WE,FR;BYHOUR=9" --tz Europe/Berlin -n 10
-	$(BIN)/oncely preview "30 2 * * *" --tz Europe/Berlin --start 2026-03-27T00:00:00 -n 4
+	$(BIN)/python examples/demo.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check $(LINT_PATHS)
@@ -50,5 +49,6 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis
-	find src tests bench -name __pycache__ -type d -prune -exec rm -rf {} +
+	rm -rf .demo
+	find src tests bench examples -name __pycache__ -type d -prune -exec rm -rf {} +
 	find src -maxdepth 2 -name '*.egg-info' -type d -prune -exec rm -rf {} +

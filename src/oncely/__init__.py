@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+from oncely.app import App, TenantView
+from oncely.engine import Job, Run, TickReport
 from oncely.errors import (
+    ConfigurationError,
+    InvalidPayload,
     InvalidSchedule,
     LockHeld,
+    NaiveDatetime,
     OncelyError,
+    StoreError,
     StoreUnavailable,
+    TenantMismatch,
     Terminal,
+    TickFailed,
+    UnknownJob,
     UnknownSchedule,
 )
+from oncely.model import Occurrence, Schedule
 from oncely.recurrence import (
     at,
     cron,
@@ -22,11 +32,25 @@ from oncely.recurrence import (
 )
 
 __all__ = [
+    "App",
+    "ConfigurationError",
+    "InvalidPayload",
     "InvalidSchedule",
+    "Job",
     "LockHeld",
+    "NaiveDatetime",
+    "Occurrence",
     "OncelyError",
+    "Run",
+    "Schedule",
+    "StoreError",
     "StoreUnavailable",
+    "TenantMismatch",
+    "TenantView",
     "Terminal",
+    "TickFailed",
+    "TickReport",
+    "UnknownJob",
     "UnknownSchedule",
     "at",
     "cron",

@@ -38,7 +38,11 @@ class LockHeld(OncelyError):
     """The lock is held by another owner."""
 
 
-class StoreUnavailable(OncelyError):
+class StoreError(OncelyError):
+    """The store refused the operation; nothing of it was written."""
+
+
+class StoreUnavailable(StoreError):
     """The store cannot be reached."""
 
 
@@ -53,3 +57,25 @@ class ConfigurationError(OncelyError):
 class InvalidPayload(OncelyError, TypeError):
     """The payload cannot be stored: it must be JSON (dicts, lists, strings, numbers, booleans,
     None), with no NaN or infinity."""
+
+
+class UnknownJob(OncelyError, LookupError):
+    """No job has that name in this app."""
+
+
+class NaiveDatetime(OncelyError, ValueError):
+    """A datetime without a time zone was given; oncely needs aware datetimes."""
+
+
+class TenantMismatch(OncelyError, ValueError):
+    """The tenant given differs from the tenant this view is bound to."""
+
+
+class TickFailed(OncelyError):
+    """A tick stopped at a failing step; the steps after it did not run."""
+
+    step: str
+
+    def __init__(self, message: str, *, step: str) -> None:
+        self.step = step
+        super().__init__(message)

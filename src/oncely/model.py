@@ -80,3 +80,52 @@ class Occurrence:
     dst: str | None = None
     ordinal: int | None = None
     origin: OccurrenceOrigin = "schedule"
+    retry_at: datetime | None = None
+
+
+Overlap = Literal["skip", "buffer_one", "allow"]
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """One attempt at one occurrence, held under a lease by ``owner`` until ``lease_expires_at``.
+
+    ``fence`` is strictly greater than the fence of every earlier claim on the same schedule, so a
+    write carrying it can be told apart from one by a worker whose lease was taken over.
+    ``reclaimed`` is True when the previous attempt's worker was lost (its lease expired).
+    """
+
+    occurrence_id: int
+    schedule_id: int
+    tenant: str | None
+    key: str
+    job: str
+    payload: Any
+    scheduled_for: datetime
+    attempt: int
+    fence: int
+    owner: str
+    lease_expires_at: datetime
+    origin: OccurrenceOrigin
+    reclaimed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Abandoned:
+    """An at_most_once occurrence whose worker was lost mid-call: it is never run again."""
+
+    key: str
+    tenant: str | None
+    scheduled_for: datetime
+    owner: str | None
+    attempts: int
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """What booking a failed attempt did: ``booked`` is False when the lease had been taken over."""
+
+    booked: bool
+    final: bool
+    consecutive_failures: int = 0
+    paused: bool = False

@@ -35,6 +35,7 @@ CREATE TABLE public.oncely_occurrences (
     error text,
     created_at timestamp with time zone NOT NULL,
     CONSTRAINT oncely_occurrences_origin_check CHECK ((origin = ANY (ARRAY['schedule'::text, 'trigger'::text, 'backfill'::text, 'defer'::text]))),
+    CONSTRAINT oncely_occurrences_running_has_lease CHECK (((status <> 'running'::text) OR ((lease_expires_at IS NOT NULL) AND (fence IS NOT NULL)))),
     CONSTRAINT oncely_occurrences_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'running'::text, 'succeeded'::text, 'retrying'::text, 'failed'::text, 'skipped'::text, 'abandoned'::text, 'invalid'::text])))
 );
 
@@ -99,6 +100,8 @@ ALTER TABLE ONLY public.oncely_schedules
 CREATE INDEX oncely_occurrences_claimable ON public.oncely_occurrences USING btree (run_after) WHERE (status = ANY (ARRAY['pending'::text, 'retrying'::text]));
 
 CREATE INDEX oncely_occurrences_history ON public.oncely_occurrences USING btree (tenant, scheduled_for);
+
+CREATE INDEX oncely_occurrences_in_progress ON public.oncely_occurrences USING btree (schedule_id) WHERE (status = ANY (ARRAY['pending'::text, 'running'::text, 'retrying'::text]));
 
 CREATE INDEX oncely_occurrences_leased ON public.oncely_occurrences USING btree (lease_expires_at) WHERE (status = 'running'::text);
 

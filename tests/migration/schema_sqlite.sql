@@ -5,6 +5,10 @@ CREATE INDEX oncely_occurrences_claimable ON oncely_occurrences (run_after)
 -- index oncely_occurrences_history
 CREATE INDEX oncely_occurrences_history ON oncely_occurrences (tenant, scheduled_for);
 
+-- index oncely_occurrences_in_progress
+CREATE INDEX oncely_occurrences_in_progress ON oncely_occurrences (schedule_id)
+    WHERE status IN ('pending', 'running', 'retrying');
+
 -- index oncely_occurrences_leased
 CREATE INDEX oncely_occurrences_leased ON oncely_occurrences (lease_expires_at)
     WHERE status = 'running';

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -10,9 +11,11 @@ from oncely.store import Store, open_store
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def store(request: pytest.FixtureRequest) -> Store:
+def store(request: pytest.FixtureRequest) -> Iterator[Store]:
     if request.param == "sqlite":
         opened = open_store(request.getfixturevalue("sqlite_url"))
         opened.migrate(datetime(2026, 1, 1, tzinfo=UTC))
-        return opened
-    return open_store(request.getfixturevalue("postgres_url"))  # cloned from a migrated template
+    else:
+        opened = open_store(request.getfixturevalue("postgres_url"))  # from a migrated template
+    yield opened
+    opened.close()

@@ -50,7 +50,7 @@ def test_materialise_records_occurrences_and_moves_the_next_run(store: Store) ->
         (at(0), "pending", 0),
     ]
     assert history[0].local_wall == at(1).replace(tzinfo=None)
-    assert store.next_due_at() == at(2)
+    assert store.next_due_at() == at(0)  # the pending occurrence, before the schedule's next run
 
 
 def test_a_stale_expected_next_run_writes_nothing(store: Store) -> None:
@@ -116,7 +116,7 @@ def test_no_next_run_ends_the_schedule(store: Store) -> None:
     )
     ended = store.get_schedule(None, "sync")
     assert (ended.status, ended.next_run_at) == ("ended", None)
-    assert store.next_due_at() is None
+    assert store.next_due_at() == at(0)  # its last occurrence still waits to run
 
 
 def test_skips_are_recorded_with_their_reason(store: Store) -> None:

@@ -135,6 +135,19 @@ class RRule(Trigger):
             schedule=self.schedule,
         )
 
+    def with_end(self, end: datetime) -> RRule:
+        """Return this rule ending at ``end`` (used only when the rule has no UNTIL or COUNT)."""
+        return RRule(
+            self.rule,
+            None if self.rule.start is not None else self.start,
+            None if self.rule.start is not None else self.zone.name,
+            end,
+            self.max_span,
+            dst_gap=self.dst_gap,
+            dst_fold=self.dst_fold,
+            schedule=self.schedule,
+        )
+
     def __repr__(self) -> str:
         start = "" if self.start is None else f", start={self.start.isoformat()}"
         return f"rrule({self.rule.text!r}{start}, tz={self.zone.name!r})"

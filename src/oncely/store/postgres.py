@@ -1,54 +1,93 @@
-"""The production store: PostgreSQL through psycopg 3."""
+"""The production store: PostgreSQL through psycopg 3, with a connection pool."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import os
+import threading
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool, PoolTimeout
 
-from oncely.errors import StoreUnavailable
-from oncely.model import Occurrence, OccurrenceStatus, Planned, Schedule, ScheduleOrigin
+from oncely.errors import StoreError, StoreUnavailable
+from oncely.model import (
+    Abandoned,
+    Claim,
+    Failure,
+    Occurrence,
+    OccurrenceStatus,
+    Overlap,
+    Planned,
+    Schedule,
+    ScheduleOrigin,
+)
 from oncely.recurrence import Trigger
-from oncely.store import records
+from oncely.store import claiming, records
 from oncely.store.interface import Store
 from oncely.store.queries import migrations, queries
 from oncely.store.records import known, occurrence_params, schedule_params, tenant_column
 
 _CONNECT_TIMEOUT_S = 10
+_POOL_MAX = 8
+
+Connection = psycopg.Connection[dict[str, Any]]
 
 
 class PostgresStore(Store):
-    """A store in one PostgreSQL database; any number of workers on any machines may share it."""
+    """A store in one PostgreSQL database; any number of workers on any machines may share it.
+
+    Connections come from a pool opened on first use, in the process that uses it: a pool
+    inherited across ``fork`` (gunicorn's preload) would share sockets between processes.
+    """
 
     dialect = "postgres"
 
     def __init__(self, conninfo: str) -> None:
         self.conninfo = conninfo
         self._sql = queries("postgres")
+        self._pool: ConnectionPool[Connection] | None = None
+        self._pool_pid = 0
+        self._pool_lock = threading.Lock()
+
+    def _opened_pool(self) -> ConnectionPool[Connection]:
+        with self._pool_lock:
+            if self._pool is None or self._pool_pid != os.getpid():
+                self._pool = ConnectionPool(
+                    self.conninfo,
+                    min_size=1,
+                    max_size=_POOL_MAX,
+                    open=False,
+                    timeout=_CONNECT_TIMEOUT_S,
+                    kwargs={"connect_timeout": _CONNECT_TIMEOUT_S, "row_factory": dict_row},
+                    name="oncely",
+                )
+                self._pool.open(wait=False)
+                self._pool_pid = os.getpid()
+            return self._pool
 
     @contextmanager
-    def _connect(self) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
+    def _connect(self) -> Iterator[Connection]:
+        """A pooled connection in one transaction: committed at the end, rolled back on error."""
         try:
-            connection = psycopg.connect(self.conninfo, connect_timeout=_CONNECT_TIMEOUT_S)
-        except psycopg.OperationalError as exc:
+            with self._opened_pool().connection() as connection:
+                yield connection
+        except PoolTimeout as exc:
             raise StoreUnavailable(f"cannot connect to PostgreSQL: {exc}") from exc
-        try:
-            yield connection
         except psycopg.OperationalError as exc:
             raise StoreUnavailable(f"PostgreSQL: {exc}") from exc
-        finally:
-            connection.close()
+        except psycopg.Error as exc:
+            raise StoreError(f"PostgreSQL refused: {exc}") from exc
 
     def migrate(self, now: datetime) -> list[int]:
         applied: list[int] = []
-        with self._connect() as connection, connection.transaction():
+        with self._connect() as connection:
             connection.execute(self._sql["lock_migrations"])
             connection.execute(self._sql["create_migrations_table"])
-            seen = {row[0] for row in connection.execute(self._sql["applied_versions"])}
+            seen = {row["version"] for row in connection.execute(self._sql["applied_versions"])}
             for migration in migrations("postgres"):
                 if migration.version in seen:
                     continue
@@ -62,10 +101,11 @@ class PostgresStore(Store):
 
     def schema_version(self) -> int:
         with self._connect() as connection:
-            if connection.execute(self._sql["migrations_table_exists"]).fetchone() == (0,):
+            exists = connection.execute(self._sql["migrations_table_exists"]).fetchone()
+            if exists is None or exists["count"] == 0:
                 return 0
             rows = connection.execute(self._sql["applied_versions"]).fetchall()
-        return max((v for (v,) in rows if isinstance(v, int)), default=0)
+        return max((row["version"] for row in rows), default=0)
 
     def save_schedule(
         self,
@@ -78,6 +118,7 @@ class PostgresStore(Store):
         payload: Any,
         next_run_at: datetime | None,
         now: datetime,
+        occurrences: Sequence[Planned] = (),
     ) -> Schedule:
         params = schedule_params(
             tenant=tenant,
@@ -89,9 +130,19 @@ class PostgresStore(Store):
             next_run_at=next_run_at,
             now=now,
         )
-        row = self._one("upsert_schedule", params)
-        assert row is not None
-        return row
+        with self._connect() as connection:
+            existing = connection.execute(self._sql["lock_schedule"], params).fetchone()
+            params, replaced = records.save_params(existing, params)
+            values = connection.execute(self._sql["upsert_schedule"], params).fetchone()
+            assert values is not None
+            schedule_id = values["id"]
+            if replaced:
+                supersede = {"schedule_id": schedule_id, "reason": records.SUPERSEDED}
+                connection.execute(self._sql["supersede_pending"], supersede)
+            rows = [occurrence_params(schedule_id, params["tenant"], p, now) for p in occurrences]
+            if rows:
+                connection.cursor().executemany(self._sql["insert_occurrence"], rows)
+        return records.schedule(values)
 
     def get_schedule(self, tenant: str | None, key: str) -> Schedule:
         found = self._one("select_schedule", {"tenant": tenant_column(tenant), "key": key})
@@ -99,9 +150,9 @@ class PostgresStore(Store):
 
     def list_schedules(self, tenant: str | None, *, all_tenants: bool = False) -> list[Schedule]:
         name = "select_schedules_of_all_tenants" if all_tenants else "select_schedules_of_tenant"
-        with self._connect() as connection, connection.cursor(row_factory=dict_row) as cursor:
-            cursor.execute(self._sql[name], {"tenant": tenant_column(tenant)})
-            return [records.schedule(row) for row in cursor.fetchall()]
+        with self._connect() as connection:
+            rows = connection.execute(self._sql[name], {"tenant": tenant_column(tenant)})
+            return [records.schedule(row) for row in rows.fetchall()]
 
     def set_paused(self, tenant: str | None, key: str, paused: bool, now: datetime) -> Schedule:
         params = {"tenant": tenant_column(tenant), "key": key, "paused": paused, "now": now}
@@ -120,6 +171,7 @@ class PostgresStore(Store):
         expected_next_run_at: datetime | None,
         next_run_at: datetime | None,
         now: datetime,
+        overlap: Overlap = "allow",
     ) -> int:
         stored_tenant = tenant_column(tenant)
         advance = {
@@ -129,26 +181,233 @@ class PostgresStore(Store):
             "next_run_at": next_run_at,
             "now": now,
         }
-        with self._connect() as connection, connection.transaction():
+        with self._connect() as connection:
             row = connection.execute(self._sql["advance_schedule"], advance).fetchone()
-            if row is None:
+            if row is None or not planned:
                 return 0
-            schedule_id = row[0]
-            assert isinstance(schedule_id, int)
+            schedule_id = row["id"]
+            if overlap != "allow":
+                counts = connection.execute(
+                    self._sql["in_progress"], {"schedule_id": schedule_id}
+                ).fetchone()
+                assert counts is not None
+                planned = claiming.with_overlap(
+                    planned, overlap, counts["waiting"], counts["running"]
+                )
             rows = [occurrence_params(schedule_id, stored_tenant, p, now) for p in planned]
-            if not rows:
-                return 0
             with connection.cursor() as cursor:
                 # one pipelined round trip for all rows; rowcount is the number inserted
                 cursor.executemany(self._sql["insert_occurrence"], rows)
                 return cursor.rowcount
 
+    def add_occurrences(
+        self,
+        tenant: str | None,
+        key: str,
+        planned: Sequence[Planned],
+        *,
+        now: datetime,
+        rearm_skipped: bool = False,
+    ) -> int:
+        stored_tenant = tenant_column(tenant)
+        with self._connect() as connection:
+            found = connection.execute(
+                self._sql["schedule_id"], {"tenant": stored_tenant, "key": key}
+            ).fetchone()
+            if found is None:
+                known(None, tenant, key)
+                return 0
+            schedule_id = found["id"]
+            rows = [occurrence_params(schedule_id, stored_tenant, p, now) for p in planned]
+            added = 0
+            with connection.cursor() as cursor:
+                if rows:
+                    cursor.executemany(self._sql["insert_occurrence"], rows)
+                    added = cursor.rowcount
+                if rearm_skipped and planned:
+                    rearm = [
+                        {"schedule_id": schedule_id, "scheduled_for": p.instance.at, "now": now}
+                        for p in planned
+                    ]
+                    cursor.executemany(self._sql["rearm_skipped"], rearm)
+                    added += cursor.rowcount
+        return max(added, 0)
+
+    def due_schedules(self, now: datetime, jobs: Collection[str], limit: int) -> list[Schedule]:
+        params = {"now": now, "jobs": sorted(jobs), "limit": limit}
+        with self._connect() as connection:
+            rows = connection.execute(self._sql["due_schedules"], params).fetchall()
+        return [records.schedule(row) for row in rows]
+
+    def mark_invalid(self, tenant: str | None, key: str, reason: str, now: datetime) -> None:
+        params = {"tenant": tenant_column(tenant), "key": key}
+        with self._connect() as connection:
+            found = connection.execute(self._sql["lock_schedule"], params).fetchone()
+            if found is None or found["status"] != "active":
+                return
+            connection.execute(
+                self._sql["mark_invalid"],
+                {"schedule_id": found["id"], "reason": reason, "now": now},
+            )
+            if found["next_run_at"] is not None:
+                invalid = claiming.invalid_occurrence_params(
+                    found["id"], params["tenant"], found["next_run_at"], reason, now
+                )
+                connection.execute(self._sql["insert_occurrence"], invalid)
+
+    def claim_due(
+        self,
+        *,
+        owner: str,
+        lease: timedelta,
+        limit: int,
+        now: datetime,
+        jobs: Collection[str],
+        reclaim: Collection[str],
+        serial: Collection[str],
+    ) -> list[Claim]:
+        if limit <= 0 or not jobs:
+            return []
+        with self._connect() as connection:
+            candidates = [
+                *self._candidates(connection, "claim_expired", reclaim, now, limit, True),
+                *self._candidates(connection, "claim_ready", jobs, now, limit, False),
+            ]
+            if not candidates:
+                return []
+            schedule_ids = sorted({c.schedule_id for c in candidates})
+            # Locking the schedules first lines up two claimers of one serial schedule: the
+            # second waits, then sees the first one's running occurrence as busy.
+            current = {
+                row["id"]: row["fence"]
+                for row in connection.execute(self._sql["lock_fences"], {"ids": schedule_ids})
+            }
+            busy: set[int] = set()
+            if any(c.job in serial for c in candidates):
+                busy = {
+                    row["schedule_id"]
+                    for row in connection.execute(
+                        self._sql["busy_schedules"], {"ids": schedule_ids, "now": now}
+                    )
+                }
+            admitted = claiming.admit(candidates, serial, busy, limit)
+            if not admitted:
+                return []
+            assigned = claiming.fences(admitted, current)
+            latest = {c.schedule_id: assigned[c.occurrence_id] for c in admitted}
+            until = now + lease
+            with connection.cursor() as cursor:
+                cursor.executemany(
+                    self._sql["set_fence"],
+                    [{"schedule_id": sid, "fence": fence} for sid, fence in latest.items()],
+                )
+                cursor.executemany(
+                    self._sql["start_attempt"],
+                    [
+                        {"id": oid, "fence": fence, "owner": owner, "until": until, "now": now}
+                        for oid, fence in assigned.items()
+                    ],
+                )
+            reclaimed = {c.occurrence_id for c in admitted if c.reclaimed}
+            rows = connection.execute(self._sql["select_claimed"], {"ids": list(assigned)})
+            return [claiming.claim(row, reclaimed) for row in rows.fetchall()]
+
+    def _candidates(
+        self,
+        connection: Connection,
+        name: str,
+        jobs: Collection[str],
+        now: datetime,
+        limit: int,
+        reclaimed: bool,
+    ) -> list[claiming.Candidate]:
+        if not jobs:
+            return []
+        params = {"now": now, "jobs": sorted(jobs), "limit": limit}
+        return [
+            claiming.Candidate(row["id"], row["schedule_id"], row["job"], reclaimed)
+            for row in connection.execute(self._sql[name], params)
+        ]
+
+    def abandon_expired(
+        self, *, now: datetime, jobs: Collection[str], reason: str
+    ) -> list[Abandoned]:
+        if not jobs:
+            return []
+        with self._connect() as connection:
+            found = connection.execute(
+                self._sql["expired_of_jobs"], {"now": now, "jobs": sorted(jobs)}
+            ).fetchall()
+            if found:
+                connection.cursor().executemany(
+                    self._sql["abandon"],
+                    [{"id": row["id"], "now": now, "reason": reason} for row in found],
+                )
+        return [records.abandoned(row) for row in found]
+
+    def extend(self, claim: Claim, until: datetime) -> bool:
+        params = {"id": claim.occurrence_id, "fence": claim.fence, "until": until}
+        with self._connect() as connection:
+            return connection.execute(self._sql["extend_lease"], params).fetchone() is not None
+
+    def book_success(self, claim: Claim, now: datetime, *, within: Any = None) -> bool:
+        if within is not None:
+            return self._book_success(within, claim, now)
+        with self._connect() as connection:
+            return self._book_success(connection, claim, now)
+
+    def _book_success(self, connection: Connection, claim: Claim, now: datetime) -> bool:
+        params = {"id": claim.occurrence_id, "fence": claim.fence, "now": now}
+        row = connection.execute(self._sql["book_success"], params).fetchone()
+        if row is None:
+            return False
+        connection.execute(self._sql["reset_failures"], {"schedule_id": row["schedule_id"]})
+        return True
+
+    def book_failure(
+        self,
+        claim: Claim,
+        now: datetime,
+        *,
+        error: str,
+        retry_at: datetime | None,
+        pause_after: int | None,
+    ) -> Failure:
+        params = {"id": claim.occurrence_id, "fence": claim.fence, "now": now, "error": error}
+        with self._connect() as connection:
+            if retry_at is not None:
+                retried = connection.execute(
+                    self._sql["book_retry"], {**params, "retry_at": retry_at}
+                ).fetchone()
+                return Failure(booked=retried is not None, final=False)
+            failed = connection.execute(self._sql["book_failed"], params).fetchone()
+            if failed is None:
+                return Failure(booked=False, final=True)
+            count = {"schedule_id": failed["schedule_id"], "pause_after": pause_after, "now": now}
+            counted = connection.execute(self._sql["count_failure"], count).fetchone()
+        assert counted is not None
+        return Failure(
+            booked=True,
+            final=True,
+            consecutive_failures=counted["consecutive_failures"],
+            paused=counted["paused"],
+        )
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        with self._connect() as connection:
+            yield connection
+
     def next_due_at(self) -> datetime | None:
         with self._connect() as connection:
-            row = connection.execute(self._sql["next_schedule_due"]).fetchone()
-        if row is None or not isinstance(row[0], datetime):
-            return None
-        return row[0].astimezone(UTC)
+            schedule = connection.execute(self._sql["next_schedule_due"]).fetchone()
+            occurrence = connection.execute(self._sql["next_occurrence_due"]).fetchone()
+        due = [
+            row["min"].astimezone(UTC)
+            for row in (schedule, occurrence)
+            if row is not None and row["min"] is not None
+        ]
+        return min(due, default=None)
 
     def history(
         self,
@@ -159,28 +418,28 @@ class PostgresStore(Store):
         until: datetime | None = None,
         status: OccurrenceStatus | None = None,
         limit: int = 100,
+        all_tenants: bool = False,
     ) -> list[Occurrence]:
         params = {
             "tenant": tenant_column(tenant),
+            "all_tenants": all_tenants,
             "key": key,
             "since": since,
             "until": until,
             "status": status,
             "limit": limit,
         }
-        with self._connect() as connection, connection.cursor(row_factory=dict_row) as cursor:
-            cursor.execute(self._sql["select_history"], params)
-            return [records.occurrence(row) for row in cursor.fetchall()]
+        with self._connect() as connection:
+            rows = connection.execute(self._sql["select_history"], params).fetchall()
+        return [records.occurrence(row) for row in rows]
 
-    def _one(self, name: str, params: dict[str, Any]) -> Schedule | None:
-        with (
-            self._connect() as connection,
-            connection.transaction(),
-            connection.cursor(row_factory=dict_row) as cursor,
-        ):
-            cursor.execute(self._sql[name], params)
-            row = cursor.fetchone()
+    def _one(self, name: str, params: Mapping[str, Any]) -> Schedule | None:
+        with self._connect() as connection:
+            row = connection.execute(self._sql[name], params).fetchone()
         return None if row is None else records.schedule(row)
 
     def close(self) -> None:
-        """Nothing to release: connections are opened per operation."""
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None and self._pool_pid == os.getpid():
+            pool.close()

@@ -10,6 +10,7 @@ from typing import Any, cast
 from oncely.errors import InvalidPayload, InvalidSchedule, UnknownSchedule
 from oncely.model import (
     NO_TENANT,
+    Abandoned,
     Occurrence,
     OccurrenceOrigin,
     OccurrenceStatus,
@@ -61,6 +62,33 @@ def schedule_params(
         "next_run_at": next_run_at,
         "now": now,
     }
+
+
+SUPERSEDED = "superseded: the schedule's trigger changed before this occurrence ran"
+
+
+def save_params(
+    existing: Mapping[str, Any] | None, params: dict[str, Any]
+) -> tuple[dict[str, Any], bool]:
+    """The ``upsert_schedule`` parameters over the ``existing`` row, and whether the future is
+    replaced (the old trigger's pending occurrences are then skipped).
+
+    Saving the trigger a schedule already has keeps its next run: an app that re-saves its
+    schedules on every start, or a deferred timer saved twice, must not fire early, twice or never.
+    """
+    if existing is None:
+        return params, False
+    stored = existing["trigger_spec"]
+    if isinstance(stored, str):  # SQLite keeps JSON as text; a damaged one is simply different
+        try:
+            stored = json.loads(stored)
+        except ValueError:
+            stored = None
+    same = stored == json.loads(params["trigger_spec"])
+    if same and existing["status"] in ("active", "ended"):
+        kept = existing["next_run_at"]
+        return {**params, "next_run_at": kept, "status": "active" if kept else "ended"}, False
+    return params, True
 
 
 def tenant_column(tenant: str | None) -> str:
@@ -153,4 +181,17 @@ def occurrence(values: Mapping[str, Any]) -> Occurrence:
         dst=values["dst_note"],
         ordinal=values["ordinal"],
         origin=cast(OccurrenceOrigin, values["origin"]),
+        retry_at=_utc(values["run_after"]) if values["status"] == "retrying" else None,
+    )
+
+
+def abandoned(values: Mapping[str, Any]) -> Abandoned:
+    """Map one ``expired_of_jobs`` row, with Python types, to an `Abandoned`."""
+    tenant = values["tenant"]
+    return Abandoned(
+        key=values["key"],
+        tenant=None if tenant == NO_TENANT else tenant,
+        scheduled_for=values["scheduled_for"].astimezone(UTC),
+        owner=values["lease_owner"],
+        attempts=values["attempts"],
     )

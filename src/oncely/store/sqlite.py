@@ -4,16 +4,27 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from oncely.errors import StoreUnavailable
-from oncely.model import Occurrence, OccurrenceStatus, Planned, Schedule, ScheduleOrigin
+from oncely.errors import StoreError, StoreUnavailable
+from oncely.model import (
+    Abandoned,
+    Claim,
+    Failure,
+    Occurrence,
+    OccurrenceStatus,
+    Overlap,
+    Planned,
+    Schedule,
+    ScheduleOrigin,
+)
 from oncely.recurrence import Trigger
-from oncely.store import records
+from oncely.store import claiming, records
 from oncely.store.interface import Store
 from oncely.store.queries import migrations, queries
 from oncely.store.records import known, occurrence_params, schedule_params, tenant_column
@@ -33,8 +44,11 @@ def from_micros(value: int) -> datetime:
 
 
 _TIME_COLUMNS = frozenset(
-    {"next_run_at", "created_at", "updated_at", "scheduled_for", "started_at", "finished_at"}
-)
+    {
+        "next_run_at", "created_at", "updated_at", "scheduled_for", "started_at", "finished_at",
+        "run_after", "lease_expires_at",
+    }
+)  # fmt: skip
 
 
 def _bind(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -98,29 +112,50 @@ def _use_wal(connection: sqlite3.Connection) -> None:
 
 
 class SqliteStore(Store):
-    """A store in one SQLite file; any number of processes on one machine may share it."""
+    """A store in one SQLite file; any number of processes on one machine may share it.
+
+    Each thread keeps one connection for the store's life; writers are lined up by SQLite's
+    write lock (``BEGIN IMMEDIATE``), waited for up to the busy timeout.
+    """
 
     dialect = "sqlite"
 
     def __init__(self, path: str) -> None:
         self.path = path
         self._sql = queries("sqlite")
+        self._local = threading.local()
+        self._opened: list[sqlite3.Connection] = []
+        self._opened_lock = threading.Lock()
 
-    @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
+    def _open(self) -> sqlite3.Connection:
         try:
             connection = sqlite3.connect(
                 self.path, isolation_level=None, timeout=_BUSY_TIMEOUT_S, check_same_thread=False
             )
+            connection.execute("PRAGMA foreign_keys = ON")
         except sqlite3.Error as exc:
             raise StoreUnavailable(f"cannot open SQLite database {self.path!r}: {exc}") from exc
+        with self._opened_lock:
+            self._opened.append(connection)
+        return connection
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = self._local.connection = self._open()
         try:
-            connection.execute("PRAGMA foreign_keys = ON")
             yield connection
         except sqlite3.OperationalError as exc:
             raise StoreUnavailable(f"SQLite database {self.path!r}: {exc}") from exc
-        finally:
-            connection.close()
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite database {self.path!r} refused: {exc}") from exc
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """A connection holding the write lock for the block: one transaction, all or nothing."""
+        with self._connect() as connection, _transaction(connection, "BEGIN IMMEDIATE"):
+            yield connection
 
     def migrate(self, now: datetime) -> list[int]:
         applied: list[int] = []
@@ -161,6 +196,7 @@ class SqliteStore(Store):
         payload: Any,
         next_run_at: datetime | None,
         now: datetime,
+        occurrences: Sequence[Planned] = (),
     ) -> Schedule:
         params = schedule_params(
             tenant=tenant,
@@ -172,10 +208,21 @@ class SqliteStore(Store):
             next_run_at=next_run_at,
             now=now,
         )
-        with self._connect() as connection:
-            row = self._one(connection, "upsert_schedule", params)
-        assert row is not None
-        return row
+        with self._write() as connection:
+            existing = self._row(connection, "lock_schedule", params)
+            params, replaced = records.save_params(existing, params)
+            values = self._row(connection, "upsert_schedule", params)
+            assert values is not None
+            schedule_id = values["id"]
+            if replaced:
+                supersede = {"schedule_id": schedule_id, "reason": records.SUPERSEDED}
+                connection.execute(self._sql["supersede_pending"], supersede)
+            rows = [
+                _bind(occurrence_params(schedule_id, params["tenant"], p, now)) for p in occurrences
+            ]
+            if rows:
+                connection.executemany(self._sql["insert_occurrence"], rows)
+        return _schedule_of(values)
 
     def get_schedule(self, tenant: str | None, key: str) -> Schedule:
         with self._connect() as connection:
@@ -192,13 +239,13 @@ class SqliteStore(Store):
 
     def set_paused(self, tenant: str | None, key: str, paused: bool, now: datetime) -> Schedule:
         params = {"tenant": tenant_column(tenant), "key": key, "paused": int(paused), "now": now}
-        with self._connect() as connection:
+        with self._write() as connection:
             found = self._one(connection, "set_paused", params)
         return known(found, tenant, key)
 
     def remove_schedule(self, tenant: str | None, key: str, now: datetime) -> Schedule:
         params = {"tenant": tenant_column(tenant), "key": key, "now": now}
-        with self._connect() as connection:
+        with self._write() as connection:
             found = self._one(connection, "remove_schedule", params)
         return known(found, tenant, key)
 
@@ -211,6 +258,7 @@ class SqliteStore(Store):
         expected_next_run_at: datetime | None,
         next_run_at: datetime | None,
         now: datetime,
+        overlap: Overlap = "allow",
     ) -> int:
         stored_tenant = tenant_column(tenant)
         advance = {
@@ -220,19 +268,222 @@ class SqliteStore(Store):
             "next_run_at": next_run_at,
             "now": now,
         }
-        with self._connect() as connection, _transaction(connection, "BEGIN IMMEDIATE"):
+        with self._write() as connection:
             row = connection.execute(self._sql["advance_schedule"], _bind(advance)).fetchone()
-            if row is None:
+            if row is None or not planned:
                 return 0
-            rows = [_bind(occurrence_params(row[0], stored_tenant, p, now)) for p in planned]
+            schedule_id = row[0]
+            if overlap != "allow":
+                waiting, running = connection.execute(
+                    self._sql["in_progress"], {"schedule_id": schedule_id}
+                ).fetchone()
+                planned = claiming.with_overlap(planned, overlap, waiting, running)
+            rows = [_bind(occurrence_params(schedule_id, stored_tenant, p, now)) for p in planned]
+            return connection.executemany(self._sql["insert_occurrence"], rows).rowcount
+
+    def add_occurrences(
+        self,
+        tenant: str | None,
+        key: str,
+        planned: Sequence[Planned],
+        *,
+        now: datetime,
+        rearm_skipped: bool = False,
+    ) -> int:
+        stored_tenant = tenant_column(tenant)
+        with self._write() as connection:
+            found = connection.execute(
+                self._sql["schedule_id"], {"tenant": stored_tenant, "key": key}
+            ).fetchone()
+            if found is None:
+                known(None, tenant, key)
+            schedule_id = found[0]
+            rows = [_bind(occurrence_params(schedule_id, stored_tenant, p, now)) for p in planned]
             if not rows:
                 return 0
-            return connection.executemany(self._sql["insert_occurrence"], rows).rowcount
+            added = connection.executemany(self._sql["insert_occurrence"], rows).rowcount
+            if rearm_skipped:
+                rearm = [
+                    _bind({"schedule_id": schedule_id, "scheduled_for": p.instance.at, "now": now})
+                    for p in planned
+                ]
+                added += connection.executemany(self._sql["rearm_skipped"], rearm).rowcount
+        return max(added, 0)
+
+    def due_schedules(self, now: datetime, jobs: Collection[str], limit: int) -> list[Schedule]:
+        params = {"now": to_micros(now), "jobs": json.dumps(sorted(jobs)), "limit": limit}
+        with self._connect() as connection:
+            cursor = connection.execute(self._sql["due_schedules"], params)
+            return [_schedule(cursor, row) for row in cursor.fetchall()]
+
+    def mark_invalid(self, tenant: str | None, key: str, reason: str, now: datetime) -> None:
+        params = {"tenant": tenant_column(tenant), "key": key}
+        with self._write() as connection:
+            found = self._row(connection, "lock_schedule", params)
+            if found is None or found["status"] != "active":
+                return
+            connection.execute(
+                self._sql["mark_invalid"],
+                _bind({"schedule_id": found["id"], "reason": reason, "now": now}),
+            )
+            if found["next_run_at"] is not None:
+                invalid = claiming.invalid_occurrence_params(
+                    found["id"], params["tenant"], found["next_run_at"], reason, now
+                )
+                connection.execute(self._sql["insert_occurrence"], _bind(invalid))
+
+    def claim_due(
+        self,
+        *,
+        owner: str,
+        lease: timedelta,
+        limit: int,
+        now: datetime,
+        jobs: Collection[str],
+        reclaim: Collection[str],
+        serial: Collection[str],
+    ) -> list[Claim]:
+        if limit <= 0 or not jobs:
+            return []
+        with self._write() as connection:
+            candidates = [
+                *self._candidates(connection, "claim_expired", reclaim, now, limit, True),
+                *self._candidates(connection, "claim_ready", jobs, now, limit, False),
+            ]
+            if not candidates:
+                return []
+            schedule_ids = json.dumps(sorted({c.schedule_id for c in candidates}))
+            busy: set[int] = set()
+            if any(c.job in serial for c in candidates):
+                busy = {
+                    row[0]
+                    for row in connection.execute(
+                        self._sql["busy_schedules"], {"ids": schedule_ids, "now": to_micros(now)}
+                    )
+                }
+            admitted = claiming.admit(candidates, serial, busy, limit)
+            if not admitted:
+                return []
+            current = dict(connection.execute(self._sql["lock_fences"], {"ids": schedule_ids}))
+            assigned = claiming.fences(admitted, current)
+            latest: dict[int, int] = {}
+            for candidate in admitted:
+                latest[candidate.schedule_id] = assigned[candidate.occurrence_id]
+            connection.executemany(
+                self._sql["set_fence"],
+                [{"schedule_id": sid, "fence": fence} for sid, fence in latest.items()],
+            )
+            until, at = to_micros(now + lease), to_micros(now)
+            connection.executemany(
+                self._sql["start_attempt"],
+                [
+                    {"id": oid, "fence": fence, "owner": owner, "until": until, "now": at}
+                    for oid, fence in assigned.items()
+                ],
+            )
+            ids = json.dumps(list(assigned))
+            reclaimed = {c.occurrence_id for c in admitted if c.reclaimed}
+            cursor = connection.execute(self._sql["select_claimed"], {"ids": ids})
+            return [
+                claiming.claim(_claimed_values(cursor, row), reclaimed) for row in cursor.fetchall()
+            ]
+
+    def _candidates(
+        self,
+        connection: sqlite3.Connection,
+        name: str,
+        jobs: Collection[str],
+        now: datetime,
+        limit: int,
+        reclaimed: bool,
+    ) -> list[claiming.Candidate]:
+        if not jobs:
+            return []
+        params = {"now": to_micros(now), "jobs": json.dumps(sorted(jobs)), "limit": limit}
+        return [
+            claiming.Candidate(oid, sid, job, reclaimed)
+            for oid, sid, job in connection.execute(self._sql[name], params)
+        ]
+
+    def abandon_expired(
+        self, *, now: datetime, jobs: Collection[str], reason: str
+    ) -> list[Abandoned]:
+        if not jobs:
+            return []
+        params = {"now": to_micros(now), "jobs": json.dumps(sorted(jobs))}
+        with self._write() as connection:
+            cursor = connection.execute(self._sql["expired_of_jobs"], params)
+            found = [_values(cursor, row) for row in cursor.fetchall()]
+            connection.executemany(
+                self._sql["abandon"],
+                [_bind({"id": v["id"], "now": now, "reason": reason}) for v in found],
+            )
+        return [records.abandoned(v) for v in found]
+
+    def extend(self, claim: Claim, until: datetime) -> bool:
+        params = _bind({"id": claim.occurrence_id, "fence": claim.fence, "until": until})
+        with self._write() as connection:
+            return connection.execute(self._sql["extend_lease"], params).fetchone() is not None
+
+    def book_success(self, claim: Claim, now: datetime, *, within: Any = None) -> bool:
+        if within is not None:
+            return self._book_success(within, claim, now)
+        with self._write() as connection:
+            return self._book_success(connection, claim, now)
+
+    def _book_success(self, connection: sqlite3.Connection, claim: Claim, now: datetime) -> bool:
+        params = _bind({"id": claim.occurrence_id, "fence": claim.fence, "now": now})
+        row = connection.execute(self._sql["book_success"], params).fetchone()
+        if row is None:
+            return False
+        connection.execute(self._sql["reset_failures"], {"schedule_id": row[0]})
+        return True
+
+    def book_failure(
+        self,
+        claim: Claim,
+        now: datetime,
+        *,
+        error: str,
+        retry_at: datetime | None,
+        pause_after: int | None,
+    ) -> Failure:
+        params = {"id": claim.occurrence_id, "fence": claim.fence, "now": now, "error": error}
+        with self._write() as connection:
+            if retry_at is not None:
+                row = connection.execute(
+                    self._sql["book_retry"], _bind({**params, "retry_at": retry_at})
+                ).fetchone()
+                return Failure(booked=row is not None, final=False)
+            row = connection.execute(self._sql["book_failed"], _bind(params)).fetchone()
+            if row is None:
+                return Failure(booked=False, final=True)
+            count = {"schedule_id": row[0], "pause_after": pause_after, "now": to_micros(now)}
+            failures, paused = connection.execute(self._sql["count_failure"], count).fetchone()
+        return Failure(booked=True, final=True, consecutive_failures=failures, paused=bool(paused))
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        # A connection of its own: the thread's shared one may be in use by the caller.
+        connection = self._open()
+        try:
+            with _transaction(connection, "BEGIN IMMEDIATE"):
+                yield connection
+        except sqlite3.OperationalError as exc:
+            raise StoreUnavailable(f"SQLite database {self.path!r}: {exc}") from exc
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite database {self.path!r} refused: {exc}") from exc
+        finally:
+            with self._opened_lock:
+                self._opened.remove(connection)
+            connection.close()
 
     def next_due_at(self) -> datetime | None:
         with self._connect() as connection:
-            row = connection.execute(self._sql["next_schedule_due"]).fetchone()
-        return None if row is None or row[0] is None else from_micros(row[0])
+            schedule = connection.execute(self._sql["next_schedule_due"]).fetchone()[0]
+            occurrence = connection.execute(self._sql["next_occurrence_due"]).fetchone()[0]
+        due = [from_micros(v) for v in (schedule, occurrence) if v is not None]
+        return min(due, default=None)
 
     def history(
         self,
@@ -243,9 +494,11 @@ class SqliteStore(Store):
         until: datetime | None = None,
         status: OccurrenceStatus | None = None,
         limit: int = 100,
+        all_tenants: bool = False,
     ) -> list[Occurrence]:
         params = {
             "tenant": tenant_column(tenant),
+            "all_tenants": int(all_tenants),
             "key": key,
             "since": since,
             "until": until,
@@ -256,19 +509,39 @@ class SqliteStore(Store):
             cursor = connection.execute(self._sql["select_history"], _bind(params))
             return [records.occurrence(_values(cursor, row)) for row in cursor.fetchall()]
 
+    def _row(
+        self, connection: sqlite3.Connection, name: str, params: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        cursor = connection.execute(self._sql[name], _bind(params))
+        row = cursor.fetchone()
+        return None if row is None else _values(cursor, row)
+
     def _one(
-        self, connection: sqlite3.Connection, name: str, params: dict[str, Any]
+        self, connection: sqlite3.Connection, name: str, params: Mapping[str, Any]
     ) -> Schedule | None:
         cursor = connection.execute(self._sql[name], _bind(params))
         row = cursor.fetchone()
         return None if row is None else _schedule(cursor, row)
 
     def close(self) -> None:
-        """Nothing to release: connections are opened per operation."""
+        with self._opened_lock:
+            opened, self._opened = self._opened, []
+        for connection in opened:
+            connection.close()
+        self._local = threading.local()
 
 
 def _schedule(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> Schedule:
-    values = _values(cursor, row)
+    return _schedule_of(_values(cursor, row))
+
+
+def _schedule_of(values: dict[str, Any]) -> Schedule:
     values["trigger_spec"] = json.loads(values["trigger_spec"])
     values["payload"] = json.loads(values["payload"])
     return records.schedule(values)
+
+
+def _claimed_values(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
+    values = _values(cursor, row)
+    values["payload"] = json.loads(values["payload"])
+    return values

@@ -99,15 +99,176 @@ ON CONFLICT (schedule_id, scheduled_for) DO NOTHING;
 SELECT min(next_run_at) FROM oncely_schedules
 WHERE status = 'active' AND NOT paused AND next_run_at IS NOT NULL;
 
+-- name: next_occurrence_due
+-- The earliest time a waiting or retrying occurrence may run (the other half of the wake-up).
+SELECT min(run_after) FROM oncely_occurrences WHERE status IN ('pending', 'retrying');
+
 -- name: select_history
 -- Each filter's NULL arm is spelled out: a NULL filter means "any", never "matches NULL".
 SELECT s.key, o.tenant, o.scheduled_for, o.status, o.attempts, o.started_at, o.finished_at,
-    o.worker, o.error, o.reason, o.local_wall, o.fold, o.dst_note, o.ordinal, o.origin
+    o.worker, o.error, o.reason, o.local_wall, o.fold, o.dst_note, o.ordinal, o.origin, o.run_after
 FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
-WHERE o.tenant = %(tenant)s
+WHERE (%(all_tenants)s OR o.tenant = %(tenant)s)
   AND (%(key)s::text IS NULL OR s.key = %(key)s)
   AND (%(since)s::timestamptz IS NULL OR o.scheduled_for >= %(since)s)
   AND (%(until)s::timestamptz IS NULL OR o.scheduled_for < %(until)s)
   AND (%(status)s::text IS NULL OR o.status = %(status)s)
 ORDER BY o.scheduled_for DESC, o.id DESC
 LIMIT %(limit)s;
+
+-- name: lock_schedule
+-- The schedule (tenant, key) in any status, locked until the transaction ends.
+SELECT id, trigger_spec, status, next_run_at FROM oncely_schedules
+WHERE tenant = %(tenant)s AND key = %(key)s
+FOR UPDATE;
+
+-- name: supersede_pending
+-- A changed trigger replaces the future: what the old one planned and nobody started is skipped.
+UPDATE oncely_occurrences SET status = 'skipped', reason = %(reason)s
+WHERE schedule_id = %(schedule_id)s AND status = 'pending' AND origin IN ('schedule', 'defer');
+
+-- name: due_schedules
+-- Uses the partial index oncely_schedules_due; next_run_at's NULL arm is excluded explicitly.
+SELECT id, tenant, key, job, origin, trigger_spec, payload, paused, status, status_reason,
+    next_run_at, created_at, updated_at
+FROM oncely_schedules
+WHERE status = 'active' AND NOT paused AND next_run_at IS NOT NULL
+  AND next_run_at <= %(now)s AND job = ANY(%(jobs)s::text[])
+ORDER BY next_run_at
+LIMIT %(limit)s;
+
+-- name: in_progress
+-- How many occurrences of a schedule wait (pending) and how many run or wait to retry.
+SELECT count(*) FILTER (WHERE status = 'pending') AS waiting,
+       count(*) FILTER (WHERE status <> 'pending') AS running
+FROM oncely_occurrences
+WHERE schedule_id = %(schedule_id)s AND status IN ('pending', 'running', 'retrying');
+
+-- name: schedule_id
+SELECT id FROM oncely_schedules
+WHERE tenant = %(tenant)s AND key = %(key)s AND status <> 'removed';
+
+-- name: rearm_skipped
+-- Backfill gives an occurrence that was skipped its run after all, once: a second backfill finds
+-- it pending or finished and leaves it.
+UPDATE oncely_occurrences
+SET status = 'pending', origin = 'backfill', run_after = %(now)s,
+    reason = 'backfilled; skipped before: ' || coalesce(reason, 'no reason recorded')
+WHERE schedule_id = %(schedule_id)s AND scheduled_for = %(scheduled_for)s AND status = 'skipped';
+
+-- name: mark_invalid
+UPDATE oncely_schedules
+SET status = 'invalid', status_reason = %(reason)s, next_run_at = NULL, updated_at = %(now)s
+WHERE id = %(schedule_id)s;
+
+-- name: claim_expired
+-- Occurrences whose worker was lost: running, lease expired (a missing lease counts as expired,
+-- so nothing can stay "running" forever), of jobs that may run again (at_least_once and
+-- transactional). SKIP LOCKED: two claimers never wait on, or take, the same row.
+SELECT o.id, o.schedule_id, s.job
+FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
+WHERE o.status = 'running' AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= %(now)s)
+  AND s.job = ANY(%(jobs)s::text[]) AND NOT s.paused AND s.status <> 'removed'
+ORDER BY o.lease_expires_at, o.id
+LIMIT %(limit)s
+FOR UPDATE OF o SKIP LOCKED;
+
+-- name: claim_ready
+-- Occurrences waiting to run or to retry whose time has come, oldest first.
+SELECT o.id, o.schedule_id, s.job
+FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
+WHERE o.status IN ('pending', 'retrying') AND o.run_after <= %(now)s
+  AND s.job = ANY(%(jobs)s::text[]) AND NOT s.paused AND s.status <> 'removed'
+ORDER BY o.run_after, o.id
+LIMIT %(limit)s
+FOR UPDATE OF o SKIP LOCKED;
+
+-- name: lock_fences
+-- Locked in id order, so two claimers of overlapping schedules cannot deadlock.
+SELECT id, fence FROM oncely_schedules WHERE id = ANY(%(ids)s::bigint[]) ORDER BY id FOR UPDATE;
+
+-- name: busy_schedules
+-- Schedules with an occurrence running under a live lease (an expired one is being reclaimed).
+SELECT DISTINCT schedule_id FROM oncely_occurrences
+WHERE schedule_id = ANY(%(ids)s::bigint[]) AND status = 'running'
+  AND lease_expires_at IS NOT NULL AND lease_expires_at > %(now)s;
+
+-- name: set_fence
+UPDATE oncely_schedules SET fence = %(fence)s WHERE id = %(schedule_id)s;
+
+-- name: start_attempt
+UPDATE oncely_occurrences
+SET status = 'running', attempts = attempts + 1, lease_owner = %(owner)s,
+    lease_expires_at = %(until)s, fence = %(fence)s, started_at = %(now)s, finished_at = NULL,
+    worker = %(owner)s
+WHERE id = %(id)s;
+
+-- name: select_claimed
+SELECT o.id, o.schedule_id, o.tenant, s.key, s.job, s.payload, o.scheduled_for, o.attempts,
+    o.fence, o.lease_owner, o.lease_expires_at, o.origin
+FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
+WHERE o.id = ANY(%(ids)s::bigint[])
+ORDER BY o.run_after, o.id;
+
+-- name: expired_of_jobs
+-- Running occurrences of at_most_once jobs whose lease expired: their worker was lost mid-call.
+SELECT o.id, s.key, o.tenant, o.scheduled_for, o.lease_owner, o.attempts
+FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
+WHERE o.status = 'running' AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= %(now)s)
+  AND s.job = ANY(%(jobs)s::text[])
+ORDER BY o.id
+FOR UPDATE OF o SKIP LOCKED;
+
+-- name: abandon
+UPDATE oncely_occurrences
+SET status = 'abandoned', finished_at = %(now)s, lease_owner = NULL, lease_expires_at = NULL,
+    reason = %(reason)s
+WHERE id = %(id)s AND status = 'running';
+
+-- name: extend_lease
+-- Only the holder of this attempt's fence extends: a lease taken over is never given back.
+UPDATE oncely_occurrences SET lease_expires_at = %(until)s
+WHERE id = %(id)s AND status = 'running' AND fence = %(fence)s
+RETURNING id;
+
+-- name: book_success
+-- Conditional on this attempt's fence: of two bookings of one attempt only the first counts, and
+-- an attempt whose lease was taken over books nothing.
+UPDATE oncely_occurrences
+SET status = 'succeeded', finished_at = %(now)s, error = NULL, lease_owner = NULL,
+    lease_expires_at = NULL
+WHERE id = %(id)s AND status = 'running' AND fence = %(fence)s
+RETURNING schedule_id;
+
+-- name: book_retry
+UPDATE oncely_occurrences
+SET status = 'retrying', run_after = %(retry_at)s, finished_at = %(now)s, error = %(error)s,
+    lease_owner = NULL, lease_expires_at = NULL
+WHERE id = %(id)s AND status = 'running' AND fence = %(fence)s
+RETURNING schedule_id;
+
+-- name: book_failed
+UPDATE oncely_occurrences
+SET status = 'failed', finished_at = %(now)s, error = %(error)s, lease_owner = NULL,
+    lease_expires_at = NULL
+WHERE id = %(id)s AND status = 'running' AND fence = %(fence)s
+RETURNING schedule_id;
+
+-- name: reset_failures
+UPDATE oncely_schedules SET consecutive_failures = 0
+WHERE id = %(schedule_id)s AND consecutive_failures <> 0;
+
+-- name: count_failure
+-- pause_after's NULL arm is spelled out: no limit never pauses.
+UPDATE oncely_schedules
+SET consecutive_failures = consecutive_failures + 1,
+    paused = paused OR (%(pause_after)s::integer IS NOT NULL
+                        AND consecutive_failures + 1 >= %(pause_after)s::integer),
+    status_reason = CASE
+        WHEN NOT paused AND %(pause_after)s::integer IS NOT NULL
+             AND consecutive_failures + 1 >= %(pause_after)s::integer
+        THEN 'paused after ' || (consecutive_failures + 1) || ' consecutive failed occurrences'
+        ELSE status_reason END,
+    updated_at = %(now)s
+WHERE id = %(schedule_id)s
+RETURNING consecutive_failures, paused;

@@ -1,0 +1,520 @@
+"""`oncely.App`: the public face of the scheduler (DESIGN.md, "Public API")."""
+
+from __future__ import annotations
+
+import os
+import threading
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar, overload
+
+from oncely.engine import (
+    DEFAULT_GRACE,
+    DEFAULT_LEASE,
+    DEFAULT_MISFIRE_LIMIT,
+    DEFAULT_RETRIES,
+    Delivery,
+    Engine,
+    Job,
+    Misfire,
+    Run,
+    TickReport,
+)
+from oncely.errors import (
+    ConfigurationError,
+    InvalidSchedule,
+    NaiveDatetime,
+    TenantMismatch,
+    UnknownJob,
+)
+from oncely.model import Occurrence, OccurrenceStatus, Overlap, Planned, Schedule
+from oncely.recurrence import At, Instance, RRule, Trigger
+from oncely.store import DEFAULT_URL, Store, StoreUrl, open_store
+
+Handler = Callable[[Run], Any]
+H = TypeVar("H", bound=Handler)
+
+_JUST_BEFORE = timedelta(microseconds=1)
+_BACKFILL_LIMIT = 100_000
+
+
+def _system_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+class App:
+    """A scheduler bound to one database; declare jobs on it, then tick or run a worker.
+
+    ``url`` defaults to ``$ONCELY_DATABASE_URL``, else the embedded ``sqlite:///oncely.db``.
+    ``clock`` (a callable returning an aware datetime) decides every time comparison, leases
+    included, so tests move time without sleeping. Nothing connects until first use; the
+    database is migrated then.
+    """
+
+    def __init__(self, url: str | None = None, clock: Callable[[], datetime] | None = None):
+        chosen = url if url is not None else os.environ.get("ONCELY_DATABASE_URL") or DEFAULT_URL
+        StoreUrl.parse(chosen)  # a bad URL fails here, where it is written, not at first tick
+        if clock is not None and not callable(clock):
+            raise ConfigurationError(
+                f"clock={clock!r} is not callable; pass a function returning an aware datetime"
+            )
+        self.url = chosen
+        self._clock = clock or _system_clock
+        self._jobs: dict[str, Job] = {}
+        self._store: Store | None = None
+        self._engine: Engine | None = None
+        self._lock = threading.RLock()
+
+    # --- jobs ---------------------------------------------------------------------------------
+
+    @overload
+    def job(self, trigger: H, /) -> Job: ...
+
+    @overload
+    def job(
+        self,
+        trigger: Trigger | None = None,
+        /,
+        *,
+        name: str | None = None,
+        retries: int = DEFAULT_RETRIES,
+        delivery: Delivery = "at_least_once",
+        misfire: Misfire = "skip",
+        grace: timedelta = DEFAULT_GRACE,
+        overlap: Overlap = "skip",
+        pause_after: int | None = None,
+        misfire_limit: int = DEFAULT_MISFIRE_LIMIT,
+        lease: timedelta = DEFAULT_LEASE,
+    ) -> Callable[[Handler], Job]: ...
+
+    def job(
+        self,
+        trigger: Trigger | Handler | None = None,
+        /,
+        *,
+        name: str | None = None,
+        retries: int = DEFAULT_RETRIES,
+        delivery: Delivery = "at_least_once",
+        misfire: Misfire = "skip",
+        grace: timedelta = DEFAULT_GRACE,
+        overlap: Overlap = "skip",
+        pause_after: int | None = None,
+        misfire_limit: int = DEFAULT_MISFIRE_LIMIT,
+        lease: timedelta = DEFAULT_LEASE,
+    ) -> Job | Callable[[Handler], Job]:
+        """Declare a job: ``@app.job(trigger, ...)``, or ``@app.job()`` for one scheduled at run
+        time. The schedule of a job with a trigger is keyed by the job's name.
+
+        Raises `ConfigurationError` for an option oncely cannot use or a name declared twice.
+        """
+        if callable(trigger) and not isinstance(trigger, Trigger):
+            return self.job()(trigger)  # bare @app.job
+        declared_trigger = trigger
+
+        def declare(func: Handler) -> Job:
+            if isinstance(func, Job):  # stacked decorators, or a job declared on another app
+                func = func.func
+            job_name = name or getattr(func, "__name__", "")
+            if not job_name:
+                raise ConfigurationError(f"{func!r} has no name; pass name= to app.job()")
+            if declared_trigger is not None and isinstance(declared_trigger, RRule):
+                _require_start(declared_trigger, job_name)
+            job = Job(
+                job_name,
+                func,
+                declared_trigger,
+                retries=retries,
+                delivery=delivery,
+                misfire=misfire,
+                grace=grace,
+                overlap=overlap,
+                pause_after=pause_after,
+                misfire_limit=misfire_limit,
+                lease=lease,
+            )
+            with self._lock:
+                if job_name in self._jobs:
+                    raise ConfigurationError(
+                        f"a job named {job_name!r} is already declared on this app; job names "
+                        "key their schedules, so give one of them name="
+                    )
+                self._jobs[job_name] = job
+                if self._engine is not None:
+                    self._engine.reconciled = False
+            return job
+
+        return declare
+
+    @property
+    def jobs(self) -> dict[str, Job]:
+        """The jobs declared on this app, by name."""
+        return dict(self._jobs)
+
+    # --- scheduling (the no-tenant space, or ``tenant=``) -------------------------------------
+
+    def schedule(
+        self,
+        job: Job | str,
+        trigger: Trigger,
+        *,
+        key: str,
+        payload: Any = None,
+        tenant: str | None = None,
+        end: datetime | None = None,
+    ) -> Schedule:
+        """Create schedule ``key`` running ``job`` on ``trigger``, or replace what it runs (upsert).
+
+        Saving the same trigger again keeps the next run; a changed one replaces the future and
+        never replays the past. An RRULE without a start starts now; ``end`` applies to RRULEs
+        with neither UNTIL nor COUNT. Raises `UnknownJob`, `InvalidSchedule` (including a
+        trigger that never fires again), `NaiveDatetime`, `InvalidPayload`.
+        """
+        return _schedule(self, tenant, job, trigger, key, payload, end)
+
+    def defer(
+        self,
+        job: Job | str,
+        *,
+        at: datetime,
+        key: str | None = None,
+        payload: Any = None,
+        tenant: str | None = None,
+    ) -> Schedule:
+        """Run ``job`` once at ``at`` (or as soon as possible if that has passed): a durable timer.
+
+        ``key`` makes it idempotent: deferring the same key and time again changes nothing; a new
+        time replaces the timer if it has not run. Raises `UnknownJob`, `NaiveDatetime`,
+        `InvalidPayload`.
+        """
+        return _defer(self, tenant, job, at, key, payload)
+
+    def unschedule(self, key: str) -> Schedule:
+        """Stop schedule ``key``; its history stays. Raises `UnknownSchedule`."""
+        return self.store.remove_schedule(None, key, self.now())
+
+    def pause(self, key: str) -> Schedule:
+        """Stop schedule ``key`` firing until `resume`. Raises `UnknownSchedule`."""
+        return self.store.set_paused(None, key, True, self.now())
+
+    def resume(self, key: str) -> Schedule:
+        """Let paused schedule ``key`` fire again. Raises `UnknownSchedule`."""
+        return self.store.set_paused(None, key, False, self.now())
+
+    def trigger(self, key: str) -> int:
+        """Run schedule ``key`` once now, besides its own times. Raises `UnknownSchedule`."""
+        return _trigger(self, None, key)
+
+    def backfill(self, key: str, since: datetime, until: datetime) -> int:
+        """Create schedule ``key``'s occurrences in [since, until], each once, however often
+        called; ones skipped before run after all. Returns how many were added or re-armed."""
+        return _backfill(self, None, key, since, until)
+
+    def schedules(self, tenant: str | None = None) -> list[Schedule]:
+        """Every tenant's schedules (this app is not bound to one), or only ``tenant``'s."""
+        if tenant is None:
+            return self.store.list_schedules(None, all_tenants=True)
+        return self.store.list_schedules(tenant)
+
+    def history(
+        self,
+        key: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        status: OccurrenceStatus | None = None,
+        limit: int = 100,
+    ) -> list[Occurrence]:
+        """Occurrences of every tenant, newest first: what ran, what did not, and why."""
+        return _history(self, None, key, since, until, status, limit, all_tenants=True)
+
+    def for_tenant(self, tenant: str) -> TenantView:
+        """A view of this app that sees and changes only ``tenant``'s schedules and history."""
+        if not isinstance(tenant, str) or not tenant:
+            raise ConfigurationError(f"tenant={tenant!r} is not a tenant name; use a non-empty str")
+        return TenantView(self, tenant)
+
+    # --- running ------------------------------------------------------------------------------
+
+    def tick(self) -> TickReport:
+        """Run everything due now, in this process. Raises `TickFailed` naming a failed step."""
+        return self._the_engine().tick()
+
+    def migrate(self) -> list[int]:
+        """Apply the migrations the database has not seen; return their versions."""
+        return self.store.migrate(self.now())
+
+    def now(self) -> datetime:
+        """The app clock's time, aware UTC."""
+        now = self._clock()
+        if not isinstance(now, datetime) or now.utcoffset() is None:
+            raise ConfigurationError(
+                f"the clock returned {now!r}; it must return an aware datetime"
+            )
+        return now.astimezone(UTC)
+
+    @property
+    def store(self) -> Store:
+        """The store, opened and migrated on first use."""
+        with self._lock:
+            if self._store is None:
+                store = open_store(self.url)
+                store.migrate(self.now())
+                self._store = store
+            return self._store
+
+    def close(self) -> None:
+        """Release the store's connections and the async-handler loop."""
+        with self._lock:
+            engine, store = self._engine, self._store
+            self._engine = self._store = None
+        if engine is not None:
+            engine.close()
+        if store is not None:
+            store.close()
+
+    def _the_engine(self) -> Engine:
+        with self._lock:
+            if self._engine is None:
+                self._engine = Engine(self.store, self._jobs, self.now)
+            return self._engine
+
+    def _job(self, job: Job | str) -> Job:
+        name = job.name if isinstance(job, Job) else job
+        found = self._jobs.get(name) if isinstance(name, str) else None
+        if found is None or (isinstance(job, Job) and found is not job):
+            raise UnknownJob(
+                f"{job!r} is not a job of this app; declare it with @app.job() first "
+                f"(known: {', '.join(sorted(self._jobs)) or 'none'})"
+            )
+        return found
+
+    def __repr__(self) -> str:
+        return f"<oncely.App {StoreUrl.parse(self.url).dialect} jobs={sorted(self._jobs)}>"
+
+
+class TenantView:
+    """`App` bound to one tenant: every read and write is confined to that tenant's rows."""
+
+    def __init__(self, app: App, tenant: str) -> None:
+        self.app = app
+        self.tenant = tenant
+
+    def _check(self, tenant: str | None) -> None:
+        if tenant is not None and tenant != self.tenant:
+            raise TenantMismatch(
+                f"this view is bound to tenant {self.tenant!r} and was asked to write to "
+                f"tenant {tenant!r}; use app.for_tenant({tenant!r}) for that tenant"
+            )
+
+    def schedule(
+        self,
+        job: Job | str,
+        trigger: Trigger,
+        *,
+        key: str,
+        payload: Any = None,
+        tenant: str | None = None,
+        end: datetime | None = None,
+    ) -> Schedule:
+        self._check(tenant)
+        return _schedule(self.app, self.tenant, job, trigger, key, payload, end)
+
+    def defer(
+        self,
+        job: Job | str,
+        *,
+        at: datetime,
+        key: str | None = None,
+        payload: Any = None,
+        tenant: str | None = None,
+    ) -> Schedule:
+        self._check(tenant)
+        return _defer(self.app, self.tenant, job, at, key, payload)
+
+    def unschedule(self, key: str) -> Schedule:
+        return self.app.store.remove_schedule(self.tenant, key, self.app.now())
+
+    def pause(self, key: str) -> Schedule:
+        return self.app.store.set_paused(self.tenant, key, True, self.app.now())
+
+    def resume(self, key: str) -> Schedule:
+        return self.app.store.set_paused(self.tenant, key, False, self.app.now())
+
+    def trigger(self, key: str) -> int:
+        return _trigger(self.app, self.tenant, key)
+
+    def backfill(self, key: str, since: datetime, until: datetime) -> int:
+        return _backfill(self.app, self.tenant, key, since, until)
+
+    def schedules(self) -> list[Schedule]:
+        return self.app.store.list_schedules(self.tenant)
+
+    def history(
+        self,
+        key: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        status: OccurrenceStatus | None = None,
+        limit: int = 100,
+    ) -> list[Occurrence]:
+        return _history(self.app, self.tenant, key, since, until, status, limit)
+
+    def __repr__(self) -> str:
+        return f"<oncely.App view of tenant {self.tenant!r}>"
+
+
+# --- operations shared by App and TenantView ----------------------------------------------------
+
+
+def _schedule(
+    app: App,
+    tenant: str | None,
+    job: Job | str,
+    trigger: Trigger,
+    key: str,
+    payload: Any,
+    end: datetime | None,
+) -> Schedule:
+    found = app._job(job)
+    _check_key(app, tenant, key)
+    if not isinstance(trigger, Trigger):
+        raise InvalidSchedule(
+            f"{trigger!r} is not a trigger",
+            hint="pass oncely.cron(...), oncely.every(...), oncely.rrule(...) or oncely.at(...)",
+        )
+    now = app.now()
+    if isinstance(trigger, RRule):
+        if end is not None:
+            trigger = trigger.with_end(_aware(end, "end"))
+        trigger = trigger.with_start(now)
+    elif end is not None:
+        raise InvalidSchedule(
+            f"end= applies to rrule schedules, and this one is {trigger.kind}",
+            hint="cron and every schedules are perpetual by design; unschedule() stops one",
+        )
+    first = trigger.next_after(now)
+    if first is None:
+        raise InvalidSchedule(
+            f"{trigger!r} never fires after {now.isoformat()}",
+            hint="check its UNTIL, COUNT, end or start; app.defer() runs a job once",
+        )
+    return app.store.save_schedule(
+        tenant=tenant,
+        key=key,
+        job=found.name,
+        origin="api",
+        trigger=trigger,
+        payload=payload,
+        next_run_at=first,
+        now=now,
+    )
+
+
+def _defer(
+    app: App, tenant: str | None, job: Job | str, at: datetime, key: str | None, payload: Any
+) -> Schedule:
+    found = app._job(job)
+    when = _aware(at, "at")
+    key = key if key is not None else f"{found.name}:{uuid.uuid4().hex}"
+    _check_key(app, tenant, key)
+    trigger = At(when)
+    instance = trigger.next_instance_after(when - _JUST_BEFORE)
+    assert instance is not None
+    return app.store.save_schedule(
+        tenant=tenant,
+        key=key,
+        job=found.name,
+        origin="api",
+        trigger=trigger,
+        payload=payload,
+        next_run_at=None,
+        now=app.now(),
+        occurrences=[Planned(instance, origin="defer")],
+    )
+
+
+def _trigger(app: App, tenant: str | None, key: str) -> int:
+    now = app.now()
+    wall = now.replace(tzinfo=None)
+    instance = Instance(at=now, wall=wall, fold=0, tz="UTC", nominal=wall)
+    return app.store.add_occurrences(tenant, key, [Planned(instance, origin="trigger")], now=now)
+
+
+def _backfill(app: App, tenant: str | None, key: str, since: datetime, until: datetime) -> int:
+    since, until = _aware(since, "since"), _aware(until, "until")
+    now = app.now()
+    if since > until:
+        raise InvalidSchedule(f"backfill since {since} is after until {until}", hint="swap them")
+    if until > now:
+        raise InvalidSchedule(
+            f"backfill until {until.isoformat()} is in the future",
+            hint="backfill covers a past range; the schedule itself runs the future",
+        )
+    schedule = app.store.get_schedule(tenant, key)
+    if schedule.trigger is None:
+        raise InvalidSchedule(
+            f"schedule {key!r} has no readable trigger ({schedule.status_reason})",
+            hint="save it again with a valid trigger",
+        )
+    planned = []
+    for instance in schedule.trigger.instances_between(since - _JUST_BEFORE, until):
+        planned.append(Planned(instance, origin="backfill"))
+        if len(planned) > _BACKFILL_LIMIT:
+            raise InvalidSchedule(
+                f"backfill of {key!r} from {since} to {until} has more than {_BACKFILL_LIMIT} "
+                "occurrences",
+                hint="backfill a shorter range at a time",
+            )
+    return app.store.add_occurrences(tenant, key, planned, now=now, rearm_skipped=True)
+
+
+def _history(
+    app: App,
+    tenant: str | None,
+    key: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    status: OccurrenceStatus | None,
+    limit: int,
+    *,
+    all_tenants: bool = False,
+) -> list[Occurrence]:
+    return app.store.history(
+        tenant,
+        key=key,
+        since=None if since is None else _aware(since, "since"),
+        until=None if until is None else _aware(until, "until"),
+        status=status,
+        limit=limit,
+        all_tenants=all_tenants,
+    )
+
+
+def _check_key(app: App, tenant: str | None, key: str) -> None:
+    if not isinstance(key, str) or not key:
+        raise InvalidSchedule(f"key={key!r} is not a schedule key", hint="use a non-empty str")
+    declared = app._jobs.get(key)
+    if tenant is None and declared is not None and declared.trigger is not None:
+        raise InvalidSchedule(
+            f"key {key!r} is the schedule of code-declared job {key!r}",
+            hint="choose another key, e.g. f'{job}:{id}'",
+        )
+
+
+def _aware(value: datetime, name: str) -> datetime:
+    if not isinstance(value, datetime):
+        raise NaiveDatetime(f"{name}={value!r} is not a datetime")
+    if value.utcoffset() is None:
+        raise NaiveDatetime(
+            f"{name}={value.isoformat()} has no time zone; pass an aware datetime, "
+            f"e.g. {name}=datetime(..., tzinfo=ZoneInfo('Europe/Berlin'))"
+        )
+    return value.astimezone(UTC)
+
+
+def _require_start(trigger: RRule, job: str) -> None:
+    if trigger.start is None and trigger.rule.start is None:
+        raise ConfigurationError(
+            f"job {job!r}: a code-declared rrule needs a start (DTSTART or start=): without one, "
+            "each process starting the app would give the rule a different start"
+        )

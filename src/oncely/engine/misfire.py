@@ -1,0 +1,92 @@
+"""Which due occurrences of a schedule run, and which are recorded as skipped (DESIGN lesson 8).
+
+After downtime or an edit oncely never replays weeks of the past. ``skip`` (the default) runs the
+newest missed occurrence only if it is within ``grace``; ``latest`` runs the newest whatever its
+age; ``all`` runs every missed one, the newest ``misfire_limit`` at most. Every occurrence that
+does not run is still recorded, as skipped with its reason, so "why didn't it fire?" has an answer.
+A one-off timer (``at``) always runs, late or not: it has no series to replay.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from oncely.engine.job import Job
+from oncely.model import Planned
+from oncely.recurrence import Instance, Trigger
+
+_JUST_BEFORE = timedelta(microseconds=1)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The occurrences to record for a schedule now, and its next run after them."""
+
+    planned: list[Planned]
+    next_run_at: datetime | None
+
+
+def plan(trigger: Trigger, next_run_at: datetime, job: Job, now: datetime) -> Plan:
+    """Decide what the occurrences due between ``next_run_at`` and ``now`` (inclusive) become."""
+    limit = job.misfire_limit
+    due: list[Instance] = []
+    following: Instance | None = None
+    for instance in trigger.instances_after(next_run_at - _JUST_BEFORE):
+        if instance.at > now:
+            following = instance
+            break
+        due.append(instance)
+        if len(due) > limit:
+            break
+    unlisted = ""
+    if len(due) > limit:
+        # Too many to list: keep the newest `limit` and say that earlier ones went unrecorded.
+        due = _newest(trigger, next_run_at - _JUST_BEFORE, now, limit)
+        unlisted = f"; earlier missed occurrences since {next_run_at.isoformat()} are not listed"
+        following = trigger.next_instance_after(now)
+    next_at = following.at if following is not None else None
+    if not due:
+        return Plan([], next_at)
+    planned = _decide(due, trigger, job, now)
+    if unlisted:
+        first = planned[0]
+        planned[0] = Planned(first.instance, first.status, (first.reason or "") + unlisted)
+    return Plan(planned, next_at)
+
+
+def _decide(due: list[Instance], trigger: Trigger, job: Job, now: datetime) -> list[Planned]:
+    if trigger.kind == "at" or job.misfire == "all":
+        return [Planned(instance) for instance in due]
+    newest = due[-1]
+    late = now - newest.at
+    if job.misfire == "skip" and late > job.grace:
+        reason = f"misfire: {_age(late)} late, beyond grace {_age(job.grace)} (misfire='skip')"
+        return [Planned(instance, "skipped", reason) for instance in due]
+    superseded = f"misfire: the newer occurrence at {newest.at.isoformat()} ran instead " + (
+        f"(misfire={job.misfire!r})"
+    )
+    return [Planned(instance, "skipped", superseded) for instance in due[:-1]] + [Planned(newest)]
+
+
+def _newest(trigger: Trigger, after: datetime, now: datetime, limit: int) -> list[Instance]:
+    """The newest ``limit`` instances in (after, now], found by widening a window back from now."""
+    window = timedelta(minutes=1)
+    while True:
+        start = max(after, now - window)
+        found = list(trigger.instances_between(start, now))
+        if len(found) >= limit or start == after:
+            return found[-limit:]
+        window *= 4
+
+
+def _age(delta: timedelta) -> str:
+    seconds = int(delta.total_seconds())
+    days, seconds = divmod(seconds, 86400)
+    hours, seconds = divmod(seconds, 3600)
+    minutes, seconds = divmod(seconds, 60)
+    parts = [f"{days}d"] if days else []
+    parts += [f"{hours}h"] if hours else []
+    parts += [f"{minutes}m"] if minutes else []
+    parts += [f"{seconds}s"] if seconds or not parts else []
+    return "".join(parts)

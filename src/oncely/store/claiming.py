@@ -1,0 +1,111 @@
+"""The dialect-free half of claims and overlap: which candidates run, in what order, with which
+fence. Each dialect fetches the rows and writes the result in its own transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from oncely.model import NO_TENANT, Claim, Overlap, Planned
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """An occurrence a claim query returned: not yet admitted."""
+
+    occurrence_id: int
+    schedule_id: int
+    job: str
+    reclaimed: bool
+
+
+def admit(
+    candidates: Sequence[Candidate], serial: Collection[str], busy: Collection[int], limit: int
+) -> list[Candidate]:
+    """The candidates to claim, in order: for a serial job at most one per schedule, and none of
+    a schedule in ``busy`` (one of its occurrences runs under a live lease)."""
+    taken: set[int] = set()
+    admitted: list[Candidate] = []
+    for candidate in candidates:
+        if candidate.job in serial:
+            if candidate.schedule_id in busy or candidate.schedule_id in taken:
+                continue
+            taken.add(candidate.schedule_id)
+        admitted.append(candidate)
+        if len(admitted) == limit:
+            break
+    return admitted
+
+
+def fences(admitted: Sequence[Candidate], current: Mapping[int, int]) -> dict[int, int]:
+    """Occurrence id -> its new fence: each schedule's fence counts on from ``current``."""
+    latest = dict(current)
+    assigned: dict[int, int] = {}
+    for candidate in admitted:
+        latest[candidate.schedule_id] += 1
+        assigned[candidate.occurrence_id] = latest[candidate.schedule_id]
+    return assigned
+
+
+def claim(values: Mapping[str, Any], reclaimed: Collection[int]) -> Claim:
+    """Map one ``select_claimed`` row, with Python types, to a `Claim`."""
+    tenant = values["tenant"]
+    return Claim(
+        occurrence_id=values["id"],
+        schedule_id=values["schedule_id"],
+        tenant=None if tenant == NO_TENANT else tenant,
+        key=values["key"],
+        job=values["job"],
+        payload=values["payload"],
+        scheduled_for=values["scheduled_for"].astimezone(UTC),
+        attempt=values["attempts"],
+        fence=values["fence"],
+        owner=values["lease_owner"],
+        lease_expires_at=values["lease_expires_at"].astimezone(UTC),
+        origin=values["origin"],
+        reclaimed=values["id"] in reclaimed,
+    )
+
+
+def with_overlap(
+    planned: Sequence[Planned], overlap: Overlap, waiting: int, running: int
+) -> list[Planned]:
+    """``planned`` with its pending occurrences skipped where ``overlap`` forbids them.
+
+    ``waiting`` and ``running`` count the stored occurrences still in progress: pending ones, and
+    running or retrying ones. Only stored ones count: several occurrences planned together (a
+    catch-up) are all kept, and the serial claim runs them one after another.
+    """
+    if overlap == "allow" or (waiting == 0 and running == 0):
+        return list(planned)
+    if overlap == "buffer_one" and waiting == 0:
+        return list(planned)
+    if overlap == "skip":
+        reason = "overlap: the previous occurrence had not finished (overlap='skip')"
+    else:
+        reason = "overlap: one occurrence already waits for the running one (overlap='buffer_one')"
+    return [
+        replace(p, status="skipped", reason=reason) if p.status == "pending" else p for p in planned
+    ]
+
+
+def invalid_occurrence_params(
+    schedule_id: int, tenant: str, at: datetime, reason: str, now: datetime
+) -> dict[str, Any]:
+    """``insert_occurrence`` parameters of the invalid row that records why a schedule stopped."""
+    return {
+        "schedule_id": schedule_id,
+        "tenant": tenant,
+        "scheduled_for": at,
+        "local_wall": None,
+        "fold": 0,
+        "dst_note": None,
+        "ordinal": None,
+        "origin": "schedule",
+        "status": "invalid",
+        "reason": reason,
+        "run_after": at,
+        "now": now,
+    }

@@ -1,0 +1,124 @@
+"""Bad input gets a specific OncelyError that says what to do, and nothing stored changes."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+
+import oncely
+from conftest import Clock
+
+
+@pytest.fixture
+def remind(app: oncely.App) -> oncely.Job:
+    @app.job()
+    def remind(run: oncely.Run) -> None:
+        pass
+
+    app.schedule(remind, oncely.every(hours=1), key="kept", payload={"v": 1})
+    return remind
+
+
+def unchanged(app: oncely.App) -> None:
+    (kept,) = app.schedules()
+    assert (kept.key, kept.payload, kept.trigger) == ("kept", {"v": 1}, oncely.every(hours=1))
+
+
+def test_an_unknown_job(app: oncely.App, remind: oncely.Job) -> None:
+    def stranger(run: oncely.Run) -> None:
+        pass
+
+    with pytest.raises(oncely.UnknownJob, match=r"@app.job\(\)"):
+        app.schedule(stranger, oncely.every(hours=1), key="kept")  # type: ignore[arg-type]
+    with pytest.raises(oncely.UnknownJob, match="known: remind"):
+        app.defer("nope", at=app.now())
+    unchanged(app)
+
+
+def test_naive_datetimes(app: oncely.App, remind: oncely.Job) -> None:
+    naive = datetime(2026, 12, 1, 9, 0)
+    with pytest.raises(oncely.NaiveDatetime, match="no time zone"):
+        app.defer(remind, at=naive, key="kept")
+    with pytest.raises(oncely.NaiveDatetime):
+        app.backfill("kept", naive, naive)
+    with pytest.raises(oncely.NaiveDatetime):
+        app.schedule(remind, oncely.rrule("FREQ=DAILY"), key="kept", end=naive)
+    unchanged(app)
+
+
+def test_a_trigger_that_never_fires(app: oncely.App, clock: Clock, remind: oncely.Job) -> None:
+    past = (clock() - timedelta(days=1)).strftime("%Y%m%dT%H%M%SZ")
+    with pytest.raises(oncely.InvalidSchedule, match="never fires"):
+        app.schedule(remind, oncely.rrule(f"FREQ=DAILY;UNTIL={past}"), key="kept")
+    with pytest.raises(oncely.InvalidSchedule, match="never fires"):
+        app.schedule(remind, oncely.at(clock() - timedelta(hours=1)), key="kept")
+    unchanged(app)
+
+
+def test_an_invalid_rule(app: oncely.App, remind: oncely.Job) -> None:
+    with pytest.raises(oncely.InvalidSchedule, match="FREQ"):
+        app.schedule(remind, oncely.rrule("BYDAY=MO"), key="kept")
+    with pytest.raises(oncely.InvalidSchedule, match="not a trigger"):
+        app.schedule(remind, "0 9 * * *", key="kept")  # type: ignore[arg-type]
+    unchanged(app)
+
+
+def test_a_payload_that_is_not_json(app: oncely.App, remind: oncely.Job) -> None:
+    with pytest.raises(oncely.InvalidPayload, match="JSON"):
+        app.schedule(remind, oncely.every(hours=2), key="kept", payload={"when": object()})
+    with pytest.raises(oncely.InvalidPayload):
+        app.defer(remind, at=app.now(), key="kept", payload=float("nan"))
+    unchanged(app)
+
+
+def test_a_tenant_mismatch(app: oncely.App, remind: oncely.Job) -> None:
+    with pytest.raises(oncely.TenantMismatch):
+        app.for_tenant("acme").schedule(remind, oncely.every(hours=2), key="x", tenant="b")
+    unchanged(app)
+
+
+def test_bad_job_options_name_the_option(app: oncely.App) -> None:
+    def sync(run: oncely.Run) -> None:
+        pass
+
+    for options, named in [
+        ({"retries": 0}, "retries=0"),
+        ({"delivery": "exactly_once"}, "delivery='exactly_once'"),
+        ({"misfire": "replay"}, "misfire='replay'"),
+        ({"overlap": "queue"}, "overlap='queue'"),
+        ({"grace": timedelta(minutes=-1)}, "grace="),
+        ({"pause_after": 0}, "pause_after=0"),
+    ]:
+        with pytest.raises(oncely.ConfigurationError, match=named):
+            app.job(**options)(sync)  # type: ignore[call-overload]
+    assert app.jobs == {}
+
+
+def test_a_job_name_declared_twice(app: oncely.App) -> None:
+    @app.job()
+    def sync(run: oncely.Run) -> None:
+        pass
+
+    with pytest.raises(oncely.ConfigurationError, match="already declared"):
+        app.job()(sync)
+
+
+def test_a_code_declared_rrule_needs_a_start(app: oncely.App) -> None:
+    with pytest.raises(oncely.ConfigurationError, match="needs a start"):
+
+        @app.job(oncely.rrule("FREQ=DAILY"))
+        def daily(run: oncely.Run) -> None:
+            pass
+
+
+def test_a_clock_that_returns_naive_times(url: str) -> None:
+    app = oncely.App(url, clock=lambda: datetime(2026, 1, 1))
+    with pytest.raises(oncely.ConfigurationError, match="aware"):
+        app.tick()
+    app.close()
+
+
+def test_a_bad_database_url() -> None:
+    with pytest.raises(oncely.ConfigurationError):
+        oncely.App("mysql://localhost/db")

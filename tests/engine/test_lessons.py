@@ -1,0 +1,205 @@
+"""One regression test per incident in DESIGN.md's lessons that the engine answers for.
+
+Each name says which lesson; the detailed suites live beside this file (test_exactly_once,
+test_crash, test_retries, test_misfire, test_invalid_rule, test_tenants).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from datetime import timedelta
+
+import pytest
+
+import oncely
+from conftest import Clock, MakeApp
+
+
+def test_lesson_01_hourly_in_code_is_not_hourly_per_instance(
+    make_app: MakeApp, clock: Clock
+) -> None:
+    fired: Counter[str] = Counter()
+    lock = threading.Lock()
+    instances = [make_app() for _ in range(4)]  # four copies of the service
+    for app in instances:
+
+        @app.job(oncely.every(hours=1))
+        def hourly(run: oncely.Run) -> None:
+            with lock:
+                fired[run.idempotency_key] += 1
+
+    for app in instances:
+        app.tick()  # each instance starts: its code-declared schedule is reconciled
+    clock.set(clock().replace(minute=0, second=1))
+    for _ in range(6):
+        clock.advance(hours=1)
+        threads = [threading.Thread(target=app.tick) for app in instances]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert len(fired) == 6
+    assert set(fired.values()) == {1}
+
+
+def test_lesson_02_a_crashed_claim_expires_instead_of_running_forever(
+    app: oncely.App, clock: Clock
+) -> None:
+    @app.job()
+    def export(run: oncely.Run) -> None:
+        pass
+
+    app.defer(export, at=clock(), key="e")
+    claim = app.store.claim_due(
+        owner="gone#1",
+        lease=timedelta(minutes=5),
+        limit=1,
+        now=clock(),
+        jobs=["export"],
+        reclaim=["export"],
+        serial=["export"],
+    )
+    assert len(claim) == 1  # ...and its worker dies without a word
+    clock.advance(minutes=5)
+    app.tick()
+    (row,) = app.history()
+    assert (row.status, row.attempts) == ("succeeded", 2)
+
+
+def test_lesson_03_handlers_get_an_idempotency_key_stable_across_attempts(
+    app: oncely.App, clock: Clock
+) -> None:
+    keys: list[str] = []
+
+    @app.job()
+    def send(run: oncely.Run) -> None:
+        keys.append(run.idempotency_key)
+        if run.attempt == 1:
+            raise ConnectionError("smtp timeout after the mail was handed over")
+
+    app.defer(send, at=clock(), key="mail:42")
+    app.tick()
+    clock.advance(hours=1)
+    app.tick()
+    assert len(keys) == 2
+    assert keys[0] == keys[1]
+
+
+def test_lesson_04_a_terminal_failure_is_never_retried(app: oncely.App, clock: Clock) -> None:
+    calls: list[int] = []
+
+    @app.job(retries=5)
+    def refund(run: oncely.Run) -> None:
+        calls.append(run.attempt)
+        raise oncely.Terminal("refund already issued upstream")
+
+    app.defer(refund, at=clock(), key="r")
+    for _ in range(3):
+        app.tick()
+        clock.advance(hours=2)
+    assert calls == [1]
+
+
+def test_lesson_05_an_always_on_job_is_not_admitted_every_tick(
+    app: oncely.App, clock: Clock
+) -> None:
+    # 850 duplicate emails came from an admission clause whose NULL arm admitted everything.
+    # Here: an ended schedule (next run NULL), a finished occurrence (lease NULL) and a history
+    # filter left NULL must admit nothing to run again, however often the app ticks.
+    sent: list[str] = []
+
+    @app.job()
+    def email(run: oncely.Run) -> None:
+        sent.append(run.key)
+
+    app.defer(email, at=clock(), key="welcome")
+    for _ in range(20):
+        app.tick()
+        clock.advance(minutes=7)
+    assert sent == ["welcome"]
+    assert app.schedules()[0].next_run_at is None
+    assert len(app.history(status=None)) == 1
+
+
+def test_lesson_07_a_callers_end_never_extends_a_rules_own_until(
+    app: oncely.App, clock: Clock
+) -> None:
+    @app.job(overlap="allow")
+    def remind(run: oncely.Run) -> None:
+        pass
+
+    until = (clock() + timedelta(days=2)).strftime("%Y%m%dT%H%M%SZ")
+    app.schedule(
+        remind,
+        oncely.rrule(f"FREQ=DAILY;UNTIL={until}"),
+        key="r",
+        end=clock() + timedelta(days=30),
+    )
+    for _ in range(10):
+        clock.advance(days=1)
+        app.tick()
+    assert len(app.history(key="r")) == 2
+
+
+def test_lesson_08_downtime_never_replays_weeks_of_the_past(app: oncely.App, clock: Clock) -> None:
+    ran: list[str] = []
+
+    @app.job(oncely.every(minutes=10))
+    def poll(run: oncely.Run) -> None:
+        ran.append(run.idempotency_key)
+
+    app.tick()
+    clock.advance(weeks=2)
+    app.tick()
+    assert len(ran) <= 1
+
+
+def test_lesson_11_a_failing_tick_step_stops_the_tick(app: oncely.App, clock: Clock) -> None:
+    ran: list[str] = []
+
+    @app.job()
+    def remind(run: oncely.Run) -> None:
+        ran.append(run.key)
+
+    app.defer(remind, at=clock(), key="waiting")  # already pending: the run step would take it
+    app.schedule(remind, oncely.every(minutes=1), key="due")
+    refuse_new_occurrences(app)
+    clock.advance(minutes=1)
+    with pytest.raises(oncely.TickFailed) as failed:
+        app.tick()
+    assert failed.value.step == "materialise"
+    assert isinstance(failed.value.__cause__, oncely.StoreError)
+    assert ran == []  # the run step did not go on after the failed one
+    assert app.schedules()[0].next_run_at is not None
+
+
+def refuse_new_occurrences(app: oncely.App) -> None:
+    """A database fault: inserting an occurrence of schedule 'due' fails inside the store."""
+    with app.store.transaction() as connection:
+        if app.store.dialect == "sqlite":
+            connection.execute(
+                "CREATE TRIGGER refuse BEFORE INSERT ON oncely_occurrences "
+                "BEGIN SELECT RAISE(ABORT, 'injected fault'); END"
+            )
+        else:
+            connection.execute(
+                "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
+                "$$ BEGIN RAISE EXCEPTION 'injected fault'; END $$"
+            )
+            connection.execute(
+                "CREATE TRIGGER refuse BEFORE INSERT ON oncely_occurrences "
+                "FOR EACH ROW EXECUTE FUNCTION refuse()"
+            )
+
+
+def test_lesson_14_one_tenants_schedules_are_invisible_to_another(
+    app: oncely.App, clock: Clock
+) -> None:
+    @app.job()
+    def remind(run: oncely.Run) -> None:
+        pass
+
+    app.for_tenant("acme").schedule(remind, oncely.every(hours=1), key="r")
+    assert app.for_tenant("globex").schedules() == []
+    assert [s.tenant for s in app.schedules()] == ["acme"]

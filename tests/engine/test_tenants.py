@@ -1,0 +1,70 @@
+"""Lesson 14: tenant data is isolated, and the isolation is test-locked."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+import oncely
+from conftest import Clock
+
+
+@pytest.fixture
+def remind(app: oncely.App) -> oncely.Job:
+    @app.job()
+    def remind(run: oncely.Run) -> None:
+        pass
+
+    return remind
+
+
+def test_a_schedule_written_under_one_tenant_is_invisible_to_another(
+    app: oncely.App, clock: Clock, remind: oncely.Job
+) -> None:
+    acme, globex = app.for_tenant("acme"), app.for_tenant("globex")
+    acme.schedule(remind, oncely.every(minutes=1), key="r", payload={"secret": "acme"})
+    clock.advance(minutes=1)
+    app.tick()
+
+    assert [s.key for s in acme.schedules()] == ["r"]
+    assert globex.schedules() == []
+    assert globex.history() == []
+    assert globex.history(key="r") == []
+    with pytest.raises(oncely.UnknownSchedule):
+        globex.pause("r")
+    with pytest.raises(oncely.UnknownSchedule):
+        globex.unschedule("r")
+    with pytest.raises(oncely.UnknownSchedule):
+        globex.trigger("r")
+    with pytest.raises(oncely.UnknownSchedule):
+        app.pause("r")  # the unbound app's keys are the no-tenant space
+    assert [o.tenant for o in acme.history()] == ["acme"]
+
+
+def test_the_same_key_in_two_tenants_is_two_schedules(
+    app: oncely.App, clock: Clock, remind: oncely.Job
+) -> None:
+    seen: list[tuple[str | None, object]] = []
+
+    @app.job()
+    def note(run: oncely.Run) -> None:
+        seen.append((run.tenant, run.payload))
+
+    for tenant in ("acme", "globex"):
+        app.for_tenant(tenant).defer(note, at=clock(), key="k", payload=tenant)
+    app.tick()
+    assert sorted(seen) == [("acme", "acme"), ("globex", "globex")]  # type: ignore[type-var]
+    app.for_tenant("acme").unschedule("k")
+    assert [s.tenant for s in app.schedules()] == ["globex"]
+
+
+def test_writing_to_another_tenant_through_a_view_is_refused(
+    app: oncely.App, clock: Clock, remind: oncely.Job
+) -> None:
+    acme = app.for_tenant("acme")
+    with pytest.raises(oncely.TenantMismatch, match="for_tenant"):
+        acme.schedule(remind, oncely.every(minutes=1), key="r", tenant="globex")
+    with pytest.raises(oncely.TenantMismatch):
+        acme.defer(remind, at=clock() + timedelta(minutes=1), tenant="globex")
+    assert app.schedules() == []
