@@ -93,6 +93,7 @@ class Claim:
     ``fence`` is strictly greater than the fence of every earlier claim on the same schedule, so a
     write carrying it can be told apart from one by a worker whose lease was taken over.
     ``reclaimed`` is True when the previous attempt's worker was lost (its lease expired).
+    ``failure_streak`` is the schedule's count of failed occurrences in a row when claimed.
     """
 
     occurrence_id: int
@@ -108,6 +109,7 @@ class Claim:
     lease_expires_at: datetime
     origin: OccurrenceOrigin
     reclaimed: bool = False
+    failure_streak: int = 0
 
 
 @dataclass(frozen=True, slots=True)

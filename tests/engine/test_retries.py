@@ -110,7 +110,7 @@ def test_one_attempt_books_one_failure(app: oncely.App, clock: Clock) -> None:
     second = store.book_failure(claim, clock(), error="x", retry_at=None, pause_after=None)
     assert (first.booked, second.booked) == (True, False)
     assert first.consecutive_failures == 1
-    assert store.book_success(claim, clock()) is False
+    assert store.book_success([claim], clock()) == []
     (row,) = app.history(key="f")
     assert (row.status, row.attempts) == ("failed", 1)
 

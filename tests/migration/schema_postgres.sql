@@ -1,3 +1,10 @@
+CREATE SEQUENCE public.oncely_fences
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
 CREATE TABLE public.oncely_leases (
     name text NOT NULL,
     owner text NOT NULL,
@@ -61,7 +68,6 @@ CREATE TABLE public.oncely_schedules (
     status text DEFAULT 'active'::text NOT NULL,
     status_reason text,
     next_run_at timestamp with time zone,
-    fence bigint DEFAULT 0 NOT NULL,
     consecutive_failures integer DEFAULT 0 NOT NULL,
     created_at timestamp with time zone NOT NULL,
     updated_at timestamp with time zone NOT NULL,
@@ -97,7 +103,7 @@ ALTER TABLE ONLY public.oncely_schedules
 ALTER TABLE ONLY public.oncely_schedules
     ADD CONSTRAINT oncely_schedules_tenant_key_key UNIQUE (tenant, key);
 
-CREATE INDEX oncely_occurrences_claimable ON public.oncely_occurrences USING btree (run_after) WHERE (status = ANY (ARRAY['pending'::text, 'retrying'::text]));
+CREATE INDEX oncely_occurrences_claimable ON public.oncely_occurrences USING btree (run_after, id) WHERE (status = ANY (ARRAY['pending'::text, 'retrying'::text]));
 
 CREATE INDEX oncely_occurrences_history ON public.oncely_occurrences USING btree (tenant, scheduled_for);
 

@@ -1,5 +1,5 @@
 -- index oncely_occurrences_claimable
-CREATE INDEX oncely_occurrences_claimable ON oncely_occurrences (run_after)
+CREATE INDEX oncely_occurrences_claimable ON oncely_occurrences (run_after, id)
     WHERE status IN ('pending', 'retrying');
 
 -- index oncely_occurrences_history
@@ -16,6 +16,12 @@ CREATE INDEX oncely_occurrences_leased ON oncely_occurrences (lease_expires_at)
 -- index oncely_schedules_due
 CREATE INDEX oncely_schedules_due ON oncely_schedules (next_run_at)
     WHERE status = 'active' AND paused = 0 AND next_run_at IS NOT NULL;
+
+-- table oncely_fences
+CREATE TABLE oncely_fences (
+    id    integer PRIMARY KEY CHECK (id = 1),
+    value integer NOT NULL
+) STRICT;
 
 -- table oncely_leases
 CREATE TABLE oncely_leases (
@@ -78,7 +84,6 @@ CREATE TABLE oncely_schedules (
                                      CHECK (status IN ('active', 'ended', 'invalid', 'removed')),
     status_reason        text,
     next_run_at          integer,
-    fence                integer     NOT NULL DEFAULT 0,
     consecutive_failures integer     NOT NULL DEFAULT 0,
     created_at           integer     NOT NULL,
     updated_at           integer     NOT NULL,

@@ -20,7 +20,7 @@ from oncely.store import Store
 
 log = logging.getLogger("oncely")
 
-Outcome = Literal["succeeded", "retrying", "failed", "lease_lost"]
+Outcome = Literal["ran", "succeeded", "retrying", "failed", "lease_lost"]
 _ERROR_CHARS = 8000
 
 
@@ -40,7 +40,9 @@ class Executor:
     def execute(self, claim: Claim, job: Job) -> Outcome:
         """Run ``claim`` with ``job``'s handler; return how the attempt was booked.
 
-        Handler exceptions are booked, never raised: the tick serves every other job too.
+        ``"ran"``: the handler returned and the success is for the caller to book, with others,
+        through `book_successes` (one statement for a batch). Handler exceptions are booked here,
+        never raised: the tick serves every other job too.
         KeyboardInterrupt and SystemExit pass through: the lease then expires and the occurrence
         is rerun (at_least_once) or abandoned (at_most_once).
         """
@@ -66,9 +68,17 @@ class Executor:
             self._call(job, run)
         except Exception as exc:
             return self._failed(claim, job, exc)
-        if self.store.book_success(claim, self.clock()):
-            return "succeeded"
-        return self._lost(claim, job)
+        return "ran"
+
+    def book_successes(self, claims: list[Claim]) -> int:
+        """Book ``claims`` (each one "ran") as succeeded; return how many were booked."""
+        booked = self.store.book_success(claims, self.clock())
+        if len(booked) < len(claims):
+            kept = {c.occurrence_id for c in booked}
+            for claim in claims:
+                if claim.occurrence_id not in kept:
+                    self._lost(claim, claim.job)
+        return len(booked)
 
     def _transactional(self, claim: Claim, job: Job) -> Outcome:
         try:
@@ -78,12 +88,12 @@ class Executor:
                     self._call(job, run)
                 except Exception as exc:
                     raise _HandlerFailed(exc) from exc
-                if not self.store.book_success(claim, self.clock(), within=connection):
+                if not self.store.book_success([claim], self.clock(), within=connection):
                     raise _LeaseLost
         except _HandlerFailed as failed:
             return self._failed(claim, job, failed.error)
         except _LeaseLost:
-            return self._lost(claim, job)
+            return self._lost(claim, job.name)
         return "succeeded"
 
     def _call(self, job: Job, run: Run) -> Any:
@@ -105,7 +115,7 @@ class Executor:
             claim, now, error=error, retry_at=retry_at, pause_after=job.pause_after
         )
         if not booked.booked:
-            return self._lost(claim, job)
+            return self._lost(claim, job.name)
         where = _where(claim)
         if retry_at is not None:
             log.warning(
@@ -140,11 +150,11 @@ class Executor:
             )
         return "failed"
 
-    def _lost(self, claim: Claim, job: Job) -> Outcome:
+    def _lost(self, claim: Claim, job: str) -> Outcome:
         log.warning(
             "oncely: %s %s: attempt %d lost its lease to another worker; its outcome is not "
             "booked (the other worker's is)",
-            job.name,
+            job,
             _where(claim),
             claim.attempt,
         )

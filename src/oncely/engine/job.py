@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
@@ -43,15 +43,14 @@ class Job:
     misfire_limit: int = DEFAULT_MISFIRE_LIMIT
     lease: timedelta = DEFAULT_LEASE
 
+    is_async: bool = field(init=False)
+
     def __post_init__(self) -> None:
         _check(self)
+        object.__setattr__(self, "is_async", inspect.iscoroutinefunction(self.func))
 
     def __call__(self, run: Run) -> Any:
         return self.func(run)
-
-    @property
-    def is_async(self) -> bool:
-        return inspect.iscoroutinefunction(self.func)
 
     def __repr__(self) -> str:
         return f"<oncely job {self.name!r}>"

@@ -33,11 +33,11 @@ def reconcile(store: Store, jobs: Mapping[str, Job], now: datetime) -> None:
             next_run_at=first,
             now=now,
         )
-    for schedule in store.list_schedules(None):
-        if schedule.origin == "code" and schedule.key not in declared:
-            store.remove_schedule(None, schedule.key, now)
+    for key in store.code_schedule_keys():
+        if key not in declared:
+            store.remove_schedule(None, key, now)
             log.warning(
                 "oncely: job %r is no longer declared in code; its schedule stops firing and "
                 "its history stays",
-                schedule.key,
+                key,
             )

@@ -12,6 +12,7 @@ import logging
 import os
 import random
 import socket
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -28,7 +29,20 @@ from oncely.store import Store
 log = logging.getLogger("oncely")
 
 _SCHEDULE_BATCH = 100
-_CLAIM_BATCH = 16
+# Claims are taken in batches sized by how long the last batch's handlers took: quick handlers
+# get large batches (few round trips per occurrence), slow ones small batches, so one worker does
+# not sit on occurrences an idle one could run.
+_FIRST_BATCH = 8
+_MAX_BATCH = 256
+_QUICK_BATCH_S = 0.05
+
+
+def _next_batch(batch: int, claimed: int, seconds: float) -> int:
+    if claimed < batch:
+        return batch  # the batch was not the limit: nothing to learn
+    if seconds < _QUICK_BATCH_S:
+        return min(batch * 2, _MAX_BATCH)
+    return max(batch // 2, 1)
 
 
 @dataclass
@@ -43,6 +57,10 @@ class TickReport:
     @property
     def ran(self) -> int:
         return sum(self.outcomes.values())
+
+    def count(self, outcome: str, n: int = 1) -> None:
+        if n:
+            self.outcomes[outcome] = self.outcomes.get(outcome, 0) + n
 
 
 def worker_id() -> str:
@@ -62,6 +80,7 @@ class Engine:
         self.bridge = AsyncBridge()
         self.executor = Executor(store, clock, self.bridge, random.Random())
         self.reconciled = False
+        self._batch = _FIRST_BATCH
 
     def tick(self) -> TickReport:
         report = TickReport()
@@ -151,7 +170,7 @@ class Engine:
             claims = self.store.claim_due(
                 owner=worker_id(),
                 lease=lease,
-                limit=_CLAIM_BATCH,
+                limit=self._batch,
                 now=self.clock(),
                 jobs=names,
                 reclaim=reclaim,
@@ -159,22 +178,40 @@ class Engine:
             )
             if not claims:
                 return
+            started = time.monotonic()
+            ran: list[Claim] = []
             for claimed in claims:
-                claim = self._fresh_lease(claimed, lease)
+                claim = self._fresh_lease(claimed, lease, ran, report)
                 if claim is None:
                     continue
                 outcome = self.executor.execute(claim, self.jobs[claim.job])
-                report.outcomes[outcome] = report.outcomes.get(outcome, 0) + 1
+                if outcome == "ran":
+                    ran.append(claim)
+                else:
+                    report.count(outcome)
+            self._book(ran, report)
+            self._batch = _next_batch(self._batch, len(claims), time.monotonic() - started)
 
-    def _fresh_lease(self, claim: Claim, lease: timedelta) -> Claim | None:
+    def _book(self, ran: list[Claim], report: TickReport) -> None:
+        if ran:
+            booked = self.executor.book_successes(ran)
+            report.count("succeeded", booked)
+            report.count("lease_lost", len(ran) - booked)
+            ran.clear()
+
+    def _fresh_lease(
+        self, claim: Claim, lease: timedelta, ran: list[Claim], report: TickReport
+    ) -> Claim | None:
         """``claim`` with at least half its lease ahead, or None if it was taken over meanwhile.
 
         Claims are taken in batches and run one after another; without this, the last of a batch
-        of slow handlers could start on a lease about to expire and run twice.
+        of slow handlers could start on a lease about to expire and run twice. Successes waiting
+        to be booked are booked first, so none of them outlives its lease either.
         """
         now = self.clock()
         if claim.lease_expires_at - now >= lease / 2:
             return claim
+        self._book(ran, report)
         until = now + lease
         if not self.store.extend(claim, until):
             return None

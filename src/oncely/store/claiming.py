@@ -1,5 +1,5 @@
-"""The dialect-free half of claims and overlap: which candidates run, in what order, with which
-fence. Each dialect fetches the rows and writes the result in its own transaction."""
+"""The dialect-free half of claims and overlap: which candidates run, and in what order. Each
+dialect fetches the rows and writes the result in its own transaction."""
 
 from __future__ import annotations
 
@@ -39,16 +39,6 @@ def admit(
     return admitted
 
 
-def fences(admitted: Sequence[Candidate], current: Mapping[int, int]) -> dict[int, int]:
-    """Occurrence id -> its new fence: each schedule's fence counts on from ``current``."""
-    latest = dict(current)
-    assigned: dict[int, int] = {}
-    for candidate in admitted:
-        latest[candidate.schedule_id] += 1
-        assigned[candidate.occurrence_id] = latest[candidate.schedule_id]
-    return assigned
-
-
 def claim(values: Mapping[str, Any], reclaimed: Collection[int]) -> Claim:
     """Map one ``select_claimed`` row, with Python types, to a `Claim`."""
     tenant = values["tenant"]
@@ -66,6 +56,7 @@ def claim(values: Mapping[str, Any], reclaimed: Collection[int]) -> Claim:
         lease_expires_at=values["lease_expires_at"].astimezone(UTC),
         origin=values["origin"],
         reclaimed=values["id"] in reclaimed,
+        failure_streak=values["consecutive_failures"],
     )
 
 

@@ -85,6 +85,10 @@ class Store(ABC):
         """
 
     @abstractmethod
+    def code_schedule_keys(self) -> list[str]:
+        """Return the keys of the code-declared schedules that are not removed."""
+
+    @abstractmethod
     def set_paused(self, tenant: str | None, key: str, paused: bool, now: datetime) -> Schedule:
         """Pause or resume schedule (tenant, key); raise `UnknownSchedule` if absent or removed."""
 
@@ -189,12 +193,16 @@ class Store(ABC):
         """Move ``claim``'s lease to ``until``; False when the lease was taken over (lease lost)."""
 
     @abstractmethod
-    def book_success(self, claim: Claim, now: datetime, *, within: Any = None) -> bool:
-        """Record ``claim``'s attempt as succeeded and reset its schedule's failure streak.
+    def book_success(
+        self, claims: Sequence[Claim], now: datetime, *, within: Any = None
+    ) -> list[Claim]:
+        """Record each of ``claims`` as succeeded, reset their schedules' failure streaks, and
+        return the ones booked, in one transaction.
 
-        Conditional on the claim's fence and status ``running``: a second booking of the same
-        attempt, or one whose lease was taken over, changes nothing and returns False. ``within``
-        is a connection from `transaction`: the booking commits, or rolls back, with it.
+        Conditional on each claim's fence and status ``running``: a second booking of the same
+        attempt, or one whose lease was taken over, changes nothing and is left out of the
+        result. ``within`` is a connection from `transaction`: the booking commits, or rolls
+        back, with it.
         """
 
     @abstractmethod

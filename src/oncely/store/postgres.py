@@ -154,6 +154,13 @@ class PostgresStore(Store):
             rows = connection.execute(self._sql[name], {"tenant": tenant_column(tenant)})
             return [records.schedule(row) for row in rows.fetchall()]
 
+    def code_schedule_keys(self) -> list[str]:
+        with self._connect() as connection:
+            rows = connection.execute(
+                self._sql["code_schedule_keys"], {"tenant": tenant_column(None)}
+            ).fetchall()
+        return [row["key"] for row in rows]
+
     def set_paused(self, tenant: str | None, key: str, paused: bool, now: datetime) -> Schedule:
         params = {"tenant": tenant_column(tenant), "key": key, "paused": paused, "now": now}
         return known(self._one("set_paused", params), tenant, key)
@@ -268,49 +275,72 @@ class PostgresStore(Store):
     ) -> list[Claim]:
         if limit <= 0 or not jobs:
             return []
+        free = sorted(set(jobs) - set(serial))
+        serial_jobs = sorted(set(jobs) & set(serial))
+        until = now + lease
         with self._connect() as connection:
-            candidates = [
-                *self._candidates(connection, "claim_expired", reclaim, now, limit, True),
-                *self._candidates(connection, "claim_ready", jobs, now, limit, False),
-            ]
-            if not candidates:
-                return []
-            schedule_ids = sorted({c.schedule_id for c in candidates})
-            # Locking the schedules first lines up two claimers of one serial schedule: the
-            # second waits, then sees the first one's running occurrence as busy.
-            current = {
-                row["id"]: row["fence"]
-                for row in connection.execute(self._sql["lock_fences"], {"ids": schedule_ids})
-            }
-            busy: set[int] = set()
-            if any(c.job in serial for c in candidates):
-                busy = {
-                    row["schedule_id"]
-                    for row in connection.execute(
-                        self._sql["busy_schedules"], {"ids": schedule_ids, "now": now}
-                    )
+            connection.execute(self._sql["prefer_ordered_scans"])
+            claims = self._claim_locked(
+                connection, owner, until, limit, now, reclaim, serial_jobs, serial
+            )
+            if free and len(claims) < limit:
+                params = {
+                    "jobs": free,
+                    "limit": limit - len(claims),
+                    "owner": owner,
+                    "until": until,
+                    "now": now,
                 }
-            admitted = claiming.admit(candidates, serial, busy, limit)
-            if not admitted:
-                return []
-            assigned = claiming.fences(admitted, current)
-            latest = {c.schedule_id: assigned[c.occurrence_id] for c in admitted}
-            until = now + lease
-            with connection.cursor() as cursor:
-                cursor.executemany(
-                    self._sql["set_fence"],
-                    [{"schedule_id": sid, "fence": fence} for sid, fence in latest.items()],
+                rows = connection.execute(self._sql["claim_free"], params).fetchall()
+                claims += sorted(
+                    (claiming.claim(row, ()) for row in rows),
+                    key=lambda c: (c.scheduled_for, c.occurrence_id),
                 )
-                cursor.executemany(
-                    self._sql["start_attempt"],
-                    [
-                        {"id": oid, "fence": fence, "owner": owner, "until": until, "now": now}
-                        for oid, fence in assigned.items()
-                    ],
+        return claims
+
+    def _claim_locked(
+        self,
+        connection: Connection,
+        owner: str,
+        until: datetime,
+        limit: int,
+        now: datetime,
+        reclaim: Collection[str],
+        serial_jobs: Collection[str],
+        serial: Collection[str],
+    ) -> list[Claim]:
+        """Claim expired leases to rerun and occurrences of serial jobs, schedules locked."""
+        candidates = [
+            *self._candidates(connection, "claim_expired", reclaim, now, limit, True),
+            *self._candidates(connection, "claim_ready", serial_jobs, now, limit, False),
+        ]
+        if not candidates:
+            return []
+        schedule_ids = sorted({c.schedule_id for c in candidates})
+        connection.execute(self._sql["lock_schedules"], {"ids": schedule_ids}).fetchall()
+        busy: set[int] = set()
+        if any(c.job in serial for c in candidates):
+            busy = {
+                row["schedule_id"]
+                for row in connection.execute(
+                    self._sql["busy_schedules"], {"ids": schedule_ids, "now": now}
                 )
-            reclaimed = {c.occurrence_id for c in admitted if c.reclaimed}
-            rows = connection.execute(self._sql["select_claimed"], {"ids": list(assigned)})
-            return [claiming.claim(row, reclaimed) for row in rows.fetchall()]
+            }
+        admitted = claiming.admit(candidates, serial, busy, limit)
+        if not admitted:
+            return []
+        fences = [
+            row["fence"]
+            for row in connection.execute(self._sql["take_fences"], {"count": len(admitted)})
+        ]
+        ids = [c.occurrence_id for c in admitted]
+        connection.execute(
+            self._sql["start_attempts"],
+            {"ids": ids, "fences": fences, "owner": owner, "until": until, "now": now},
+        )
+        reclaimed = {c.occurrence_id for c in admitted if c.reclaimed}
+        rows = connection.execute(self._sql["select_claimed"], {"ids": ids})
+        return [claiming.claim(row, reclaimed) for row in rows.fetchall()]
 
     def _candidates(
         self,
@@ -350,19 +380,31 @@ class PostgresStore(Store):
         with self._connect() as connection:
             return connection.execute(self._sql["extend_lease"], params).fetchone() is not None
 
-    def book_success(self, claim: Claim, now: datetime, *, within: Any = None) -> bool:
+    def book_success(
+        self, claims: Sequence[Claim], now: datetime, *, within: Any = None
+    ) -> list[Claim]:
+        if not claims:
+            return []
         if within is not None:
-            return self._book_success(within, claim, now)
+            return self._book_success(within, claims, now)
         with self._connect() as connection:
-            return self._book_success(connection, claim, now)
+            return self._book_success(connection, claims, now)
 
-    def _book_success(self, connection: Connection, claim: Claim, now: datetime) -> bool:
-        params = {"id": claim.occurrence_id, "fence": claim.fence, "now": now}
-        row = connection.execute(self._sql["book_success"], params).fetchone()
-        if row is None:
-            return False
-        connection.execute(self._sql["reset_failures"], {"schedule_id": row["schedule_id"]})
-        return True
+    def _book_success(
+        self, connection: Connection, claims: Sequence[Claim], now: datetime
+    ) -> list[Claim]:
+        params = {
+            "ids": [c.occurrence_id for c in claims],
+            "fences": [c.fence for c in claims],
+            "now": now,
+        }
+        rows = connection.execute(self._sql["book_success"], params).fetchall()
+        booked = {row["id"] for row in rows}
+        done = [c for c in claims if c.occurrence_id in booked]
+        streaks = sorted({c.schedule_id for c in done if c.failure_streak})
+        if streaks:
+            connection.execute(self._sql["reset_failures"], {"ids": streaks})
+        return done
 
     def book_failure(
         self,

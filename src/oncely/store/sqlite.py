@@ -237,6 +237,13 @@ class SqliteStore(Store):
             cursor = connection.execute(self._sql[name], {"tenant": tenant_column(tenant)})
             return [_schedule(cursor, row) for row in cursor.fetchall()]
 
+    def code_schedule_keys(self) -> list[str]:
+        with self._connect() as connection:
+            rows = connection.execute(
+                self._sql["code_schedule_keys"], {"tenant": tenant_column(None)}
+            ).fetchall()
+        return [row[0] for row in rows]
+
     def set_paused(self, tenant: str | None, key: str, paused: bool, now: datetime) -> Schedule:
         params = {"tenant": tenant_column(tenant), "key": key, "paused": int(paused), "now": now}
         with self._write() as connection:
@@ -345,43 +352,47 @@ class SqliteStore(Store):
     ) -> list[Claim]:
         if limit <= 0 or not jobs:
             return []
+        free = set(jobs) - set(serial)
         with self._write() as connection:
             candidates = [
                 *self._candidates(connection, "claim_expired", reclaim, now, limit, True),
-                *self._candidates(connection, "claim_ready", jobs, now, limit, False),
+                *self._candidates(connection, "claim_ready", set(jobs) - free, now, limit, False),
             ]
-            if not candidates:
-                return []
-            schedule_ids = json.dumps(sorted({c.schedule_id for c in candidates}))
             busy: set[int] = set()
             if any(c.job in serial for c in candidates):
+                ids = json.dumps(sorted({c.schedule_id for c in candidates}))
                 busy = {
                     row[0]
                     for row in connection.execute(
-                        self._sql["busy_schedules"], {"ids": schedule_ids, "now": to_micros(now)}
+                        self._sql["busy_schedules"], {"ids": ids, "now": to_micros(now)}
                     )
                 }
             admitted = claiming.admit(candidates, serial, busy, limit)
+            if len(admitted) < limit:
+                taken = {c.occurrence_id for c in admitted}
+                admitted += [
+                    c
+                    for c in self._candidates(
+                        connection, "claim_free", free, now, limit - len(admitted), False
+                    )
+                    if c.occurrence_id not in taken
+                ]
             if not admitted:
                 return []
-            current = dict(connection.execute(self._sql["lock_fences"], {"ids": schedule_ids}))
-            assigned = claiming.fences(admitted, current)
-            latest: dict[int, int] = {}
-            for candidate in admitted:
-                latest[candidate.schedule_id] = assigned[candidate.occurrence_id]
-            connection.executemany(
-                self._sql["set_fence"],
-                [{"schedule_id": sid, "fence": fence} for sid, fence in latest.items()],
-            )
+            (last,) = connection.execute(
+                self._sql["take_fences"], {"count": len(admitted)}
+            ).fetchone()
+            first = last - len(admitted) + 1
             until, at = to_micros(now + lease), to_micros(now)
             connection.executemany(
-                self._sql["start_attempt"],
+                self._sql["start_attempts"],
                 [
-                    {"id": oid, "fence": fence, "owner": owner, "until": until, "now": at}
-                    for oid, fence in assigned.items()
+                    {"id": c.occurrence_id, "fence": first + n, "owner": owner, "until": until,
+                     "now": at}
+                    for n, c in enumerate(admitted)
                 ],
-            )
-            ids = json.dumps(list(assigned))
+            )  # fmt: skip
+            ids = json.dumps([c.occurrence_id for c in admitted])
             reclaimed = {c.occurrence_id for c in admitted if c.reclaimed}
             cursor = connection.execute(self._sql["select_claimed"], {"ids": ids})
             return [
@@ -425,19 +436,33 @@ class SqliteStore(Store):
         with self._write() as connection:
             return connection.execute(self._sql["extend_lease"], params).fetchone() is not None
 
-    def book_success(self, claim: Claim, now: datetime, *, within: Any = None) -> bool:
+    def book_success(
+        self, claims: Sequence[Claim], now: datetime, *, within: Any = None
+    ) -> list[Claim]:
+        if not claims:
+            return []
         if within is not None:
-            return self._book_success(within, claim, now)
+            return self._book_success(within, claims, now)
         with self._write() as connection:
-            return self._book_success(connection, claim, now)
+            return self._book_success(connection, claims, now)
 
-    def _book_success(self, connection: sqlite3.Connection, claim: Claim, now: datetime) -> bool:
-        params = _bind({"id": claim.occurrence_id, "fence": claim.fence, "now": now})
-        row = connection.execute(self._sql["book_success"], params).fetchone()
-        if row is None:
-            return False
-        connection.execute(self._sql["reset_failures"], {"schedule_id": row[0]})
-        return True
+    def _book_success(
+        self, connection: sqlite3.Connection, claims: Sequence[Claim], now: datetime
+    ) -> list[Claim]:
+        at = to_micros(now)
+        booked = [
+            claim
+            for claim in claims
+            if connection.execute(
+                self._sql["book_success"],
+                {"id": claim.occurrence_id, "fence": claim.fence, "now": at},
+            ).fetchone()
+            is not None
+        ]
+        streaks = sorted({c.schedule_id for c in booked if c.failure_streak})
+        if streaks:
+            connection.execute(self._sql["reset_failures"], {"ids": json.dumps(streaks)})
+        return booked
 
     def book_failure(
         self,

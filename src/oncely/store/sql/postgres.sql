@@ -169,12 +169,13 @@ SELECT o.id, o.schedule_id, s.job
 FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.status = 'running' AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= %(now)s)
   AND s.job = ANY(%(jobs)s::text[]) AND NOT s.paused AND s.status <> 'removed'
-ORDER BY o.lease_expires_at, o.id
+ORDER BY o.lease_expires_at
 LIMIT %(limit)s
 FOR UPDATE OF o SKIP LOCKED;
 
 -- name: claim_ready
--- Occurrences waiting to run or to retry whose time has come, oldest first.
+-- Occurrences of serial jobs (overlap other than "allow") waiting to run or to retry whose time
+-- has come, oldest first. The caller then locks their schedules and admits one per schedule.
 SELECT o.id, o.schedule_id, s.job
 FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.status IN ('pending', 'retrying') AND o.run_after <= %(now)s
@@ -183,9 +184,31 @@ ORDER BY o.run_after, o.id
 LIMIT %(limit)s
 FOR UPDATE OF o SKIP LOCKED;
 
--- name: lock_fences
--- Locked in id order, so two claimers of overlapping schedules cannot deadlock.
-SELECT id, fence FROM oncely_schedules WHERE id = ANY(%(ids)s::bigint[]) ORDER BY id FOR UPDATE;
+-- name: claim_free
+-- Occurrences of jobs that allow overlap, claimed in one statement: picked oldest first (SKIP
+-- LOCKED: two claimers never take the same row), started under the lease, returned.
+WITH picked AS (
+    SELECT o.id
+    FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
+    WHERE o.status IN ('pending', 'retrying') AND o.run_after <= %(now)s
+      AND s.job = ANY(%(jobs)s::text[]) AND NOT s.paused AND s.status <> 'removed'
+    ORDER BY o.run_after, o.id
+    LIMIT %(limit)s
+    FOR UPDATE OF o SKIP LOCKED
+)
+UPDATE oncely_occurrences o
+SET status = 'running', attempts = o.attempts + 1, lease_owner = %(owner)s,
+    lease_expires_at = %(until)s, fence = nextval('oncely_fences'), started_at = %(now)s,
+    finished_at = NULL, worker = %(owner)s
+FROM picked, oncely_schedules s
+WHERE o.id = picked.id AND s.id = o.schedule_id
+RETURNING o.id, o.schedule_id, o.tenant, s.key, s.job, s.payload, o.scheduled_for, o.attempts,
+    o.fence, o.lease_owner, o.lease_expires_at, o.origin, s.consecutive_failures;
+
+-- name: lock_schedules
+-- Locked in id order, so two claimers of overlapping schedules cannot deadlock. Of two claimers
+-- of one serial schedule the second waits here, then sees the first one's occurrence running.
+SELECT id FROM oncely_schedules WHERE id = ANY(%(ids)s::bigint[]) ORDER BY id FOR UPDATE;
 
 -- name: busy_schedules
 -- Schedules with an occurrence running under a live lease (an expired one is being reclaimed).
@@ -193,19 +216,21 @@ SELECT DISTINCT schedule_id FROM oncely_occurrences
 WHERE schedule_id = ANY(%(ids)s::bigint[]) AND status = 'running'
   AND lease_expires_at IS NOT NULL AND lease_expires_at > %(now)s;
 
--- name: set_fence
-UPDATE oncely_schedules SET fence = %(fence)s WHERE id = %(schedule_id)s;
+-- name: take_fences
+SELECT nextval('oncely_fences') AS fence FROM generate_series(1, %(count)s);
 
--- name: start_attempt
-UPDATE oncely_occurrences
-SET status = 'running', attempts = attempts + 1, lease_owner = %(owner)s,
-    lease_expires_at = %(until)s, fence = %(fence)s, started_at = %(now)s, finished_at = NULL,
+-- name: start_attempts
+-- One statement for the whole batch.
+UPDATE oncely_occurrences o
+SET status = 'running', attempts = o.attempts + 1, lease_owner = %(owner)s,
+    lease_expires_at = %(until)s, fence = v.fence, started_at = %(now)s, finished_at = NULL,
     worker = %(owner)s
-WHERE id = %(id)s;
+FROM unnest(%(ids)s::bigint[], %(fences)s::bigint[]) AS v(id, fence)
+WHERE o.id = v.id;
 
 -- name: select_claimed
 SELECT o.id, o.schedule_id, o.tenant, s.key, s.job, s.payload, o.scheduled_for, o.attempts,
-    o.fence, o.lease_owner, o.lease_expires_at, o.origin
+    o.fence, o.lease_owner, o.lease_expires_at, o.origin, s.consecutive_failures
 FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.id = ANY(%(ids)s::bigint[])
 ORDER BY o.run_after, o.id;
@@ -232,13 +257,14 @@ WHERE id = %(id)s AND status = 'running' AND fence = %(fence)s
 RETURNING id;
 
 -- name: book_success
--- Conditional on this attempt's fence: of two bookings of one attempt only the first counts, and
--- an attempt whose lease was taken over books nothing.
-UPDATE oncely_occurrences
+-- Conditional on each attempt's fence: of two bookings of one attempt only the first counts, and
+-- an attempt whose lease was taken over books nothing (a NULL fence never matches).
+UPDATE oncely_occurrences o
 SET status = 'succeeded', finished_at = %(now)s, error = NULL, lease_owner = NULL,
     lease_expires_at = NULL
-WHERE id = %(id)s AND status = 'running' AND fence = %(fence)s
-RETURNING schedule_id;
+FROM unnest(%(ids)s::bigint[], %(fences)s::bigint[]) AS v(id, fence)
+WHERE o.id = v.id AND o.status = 'running' AND o.fence = v.fence
+RETURNING o.id, o.schedule_id;
 
 -- name: book_retry
 UPDATE oncely_occurrences
@@ -256,7 +282,7 @@ RETURNING schedule_id;
 
 -- name: reset_failures
 UPDATE oncely_schedules SET consecutive_failures = 0
-WHERE id = %(schedule_id)s AND consecutive_failures <> 0;
+WHERE id = ANY(%(ids)s::bigint[]) AND consecutive_failures <> 0;
 
 -- name: count_failure
 -- pause_after's NULL arm is spelled out: no limit never pauses.
@@ -272,3 +298,16 @@ SET consecutive_failures = consecutive_failures + 1,
     updated_at = %(now)s
 WHERE id = %(schedule_id)s
 RETURNING consecutive_failures, paused;
+
+-- name: prefer_ordered_scans
+-- Claims read the claimable index in order and stop after LIMIT rows. Right after a burst is
+-- inserted the planner's statistics still say the table is nearly empty, and it chose to read and
+-- sort the whole backlog instead: every claim cost time in proportion to the backlog. For this
+-- transaction only, sorting is made the last resort.
+SET LOCAL enable_sort = off;
+
+-- name: code_schedule_keys
+-- The schedules declared in code that still fire or wait (reconciled on start by job name).
+SELECT key FROM oncely_schedules
+WHERE tenant = %(tenant)s AND origin = 'code' AND status <> 'removed'
+ORDER BY key;

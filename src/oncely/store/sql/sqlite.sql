@@ -167,11 +167,12 @@ SELECT o.id, o.schedule_id, s.job
 FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.status = 'running' AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= :now)
   AND s.job IN (SELECT value FROM json_each(:jobs)) AND s.paused = 0 AND s.status <> 'removed'
-ORDER BY o.lease_expires_at, o.id
+ORDER BY o.lease_expires_at
 LIMIT :limit;
 
 -- name: claim_ready
--- Occurrences waiting to run or to retry whose time has come, oldest first.
+-- Occurrences of serial jobs (overlap other than "allow") waiting to run or to retry whose time
+-- has come, oldest first. The caller admits one per schedule.
 SELECT o.id, o.schedule_id, s.job
 FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.status IN ('pending', 'retrying') AND o.run_after <= :now
@@ -179,8 +180,20 @@ WHERE o.status IN ('pending', 'retrying') AND o.run_after <= :now
 ORDER BY o.run_after, o.id
 LIMIT :limit;
 
--- name: lock_fences
-SELECT id, fence FROM oncely_schedules WHERE id IN (SELECT value FROM json_each(:ids)) ORDER BY id;
+-- name: claim_free
+-- Occurrences of jobs that allow overlap waiting to run or to retry whose time has come, oldest
+-- first: all of them are admitted.
+SELECT o.id, o.schedule_id, s.job
+FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
+WHERE o.status IN ('pending', 'retrying') AND o.run_after <= :now
+  AND s.job IN (SELECT value FROM json_each(:jobs)) AND s.paused = 0 AND s.status <> 'removed'
+ORDER BY o.run_after, o.id
+LIMIT :limit;
+
+-- name: lock_schedules
+-- Not used on SQLite, where the claim holds the database's write lock and no row needs one; it
+-- exists so that both dialects keep one set of query names.
+SELECT id FROM oncely_schedules WHERE id IN (SELECT value FROM json_each(:ids)) ORDER BY id;
 
 -- name: busy_schedules
 -- Schedules with an occurrence running under a live lease (an expired one is being reclaimed).
@@ -190,10 +203,11 @@ WHERE schedule_id IN (SELECT value FROM json_each(:ids))
   AND status IN ('pending', 'running', 'retrying') AND status = 'running'
   AND lease_expires_at IS NOT NULL AND lease_expires_at > :now;
 
--- name: set_fence
-UPDATE oncely_schedules SET fence = :fence WHERE id = :schedule_id;
+-- name: take_fences
+-- Reserves :count fences; returns the last one reserved.
+UPDATE oncely_fences SET value = value + :count WHERE id = 1 RETURNING value AS fence;
 
--- name: start_attempt
+-- name: start_attempts
 UPDATE oncely_occurrences
 SET status = 'running', attempts = attempts + 1, lease_owner = :owner,
     lease_expires_at = :until, fence = :fence, started_at = :now, finished_at = NULL,
@@ -202,7 +216,7 @@ WHERE id = :id;
 
 -- name: select_claimed
 SELECT o.id, o.schedule_id, o.tenant, s.key, s.job, s.payload, o.scheduled_for, o.attempts,
-    o.fence, o.lease_owner, o.lease_expires_at, o.origin
+    o.fence, o.lease_owner, o.lease_expires_at, o.origin, s.consecutive_failures
 FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.id IN (SELECT value FROM json_each(:ids))
 ORDER BY o.run_after, o.id;
@@ -228,13 +242,13 @@ WHERE id = :id AND status = 'running' AND fence = :fence
 RETURNING id;
 
 -- name: book_success
--- Conditional on this attempt's fence: of two bookings of one attempt only the first counts, and
--- an attempt whose lease was taken over books nothing.
+-- Conditional on the attempt's fence: of two bookings of one attempt only the first counts, and
+-- an attempt whose lease was taken over books nothing (a NULL fence never matches).
 UPDATE oncely_occurrences
 SET status = 'succeeded', finished_at = :now, error = NULL, lease_owner = NULL,
     lease_expires_at = NULL
 WHERE id = :id AND status = 'running' AND fence = :fence
-RETURNING schedule_id;
+RETURNING id, schedule_id;
 
 -- name: book_retry
 UPDATE oncely_occurrences
@@ -252,7 +266,7 @@ RETURNING schedule_id;
 
 -- name: reset_failures
 UPDATE oncely_schedules SET consecutive_failures = 0
-WHERE id = :schedule_id AND consecutive_failures <> 0;
+WHERE id IN (SELECT value FROM json_each(:ids)) AND consecutive_failures <> 0;
 
 -- name: count_failure
 -- pause_after's NULL arm is spelled out: no limit never pauses.
@@ -266,3 +280,14 @@ SET consecutive_failures = consecutive_failures + 1,
     updated_at = :now
 WHERE id = :schedule_id
 RETURNING consecutive_failures, paused;
+
+-- name: prefer_ordered_scans
+-- Not used on SQLite, whose planner reads the claimable index in order already; it exists so
+-- that both dialects keep one set of query names.
+SELECT 1;
+
+-- name: code_schedule_keys
+-- The schedules declared in code that still fire or wait (reconciled on start by job name).
+SELECT key FROM oncely_schedules
+WHERE tenant = :tenant AND origin = 'code' AND status <> 'removed'
+ORDER BY key;

@@ -9,3 +9,15 @@ CREATE INDEX oncely_occurrences_in_progress ON oncely_occurrences (schedule_id)
 -- (DESIGN lesson 2).
 ALTER TABLE oncely_occurrences ADD CONSTRAINT oncely_occurrences_running_has_lease
     CHECK (status <> 'running' OR (lease_expires_at IS NOT NULL AND fence IS NOT NULL));
+
+-- Fencing tokens come from one sequence: strictly increasing per schedule, as they must be, and
+-- taken without writing the schedule's row on every claim.
+CREATE SEQUENCE oncely_fences AS bigint;
+ALTER TABLE oncely_schedules DROP COLUMN fence;
+
+-- Claims take the oldest due occurrences first, ORDER BY run_after, id LIMIT n: with the id in
+-- the index the scan stops after n rows. Without it every claim sorted the whole backlog, and
+-- draining a burst cost time quadratic in its size.
+DROP INDEX oncely_occurrences_claimable;
+CREATE INDEX oncely_occurrences_claimable ON oncely_occurrences (run_after, id)
+    WHERE status IN ('pending', 'retrying');
