@@ -14,13 +14,14 @@ LINT_PATHS := $(wildcard src tests bench examples)
 
 .DEFAULT_GOAL := help
 
-.PHONY: help venv .venv demo lint test bench clean
+.PHONY: help venv .venv demo lint test bench bench-peers clean
 
 help:
 	@echo "make demo   create .venv, install, run the example app with two worker processes"
 	@echo "make test   create .venv, install dev deps, run lint and the whole test suite"
 	@echo "make lint   ruff check, ruff format --check, mypy (strict on src/)"
-	@echo "make bench  run bench/recurrence.py"
+	@echo "make bench  run bench/recurrence.py and bench/engine.py (oncely alone)"
+	@echo "make bench-peers  bench/engine.py beside procrastinate, pgqueuer, APScheduler 4"
 	@echo "make clean  remove .venv and caches"
 
 venv .venv: $(STAMP)
@@ -46,9 +47,22 @@ test: $(STAMP) lint
 
 bench: $(STAMP)
 	$(BIN)/python bench/recurrence.py
+	$(BIN)/python bench/engine.py --no-peers
+
+# The peers (procrastinate, pgqueuer, APScheduler 4) live in their own virtualenv: bench-only,
+# never dependencies of oncely.
+PEERS_STAMP := .venv-bench/.installed
+
+$(PEERS_STAMP): bench/requirements-peers.txt
+	$(PYTHON) -m venv .venv-bench
+	.venv-bench/bin/pip install -r bench/requirements-peers.txt
+	touch $@
+
+bench-peers: $(STAMP) $(PEERS_STAMP)
+	$(BIN)/python bench/engine.py
 
 clean:
-	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .venv-bench build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis
 	rm -rf .demo
 	find src tests bench examples -name __pycache__ -type d -prune -exec rm -rf {} +
 	find src -maxdepth 2 -name '*.egg-info' -type d -prune -exec rm -rf {} +

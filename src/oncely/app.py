@@ -63,6 +63,7 @@ class App:
         self._clock = clock or _system_clock
         self._jobs: dict[str, Job] = {}
         self._store: Store | None = None
+        self._migrated = False
         self._engine: Engine | None = None
         self._lock = threading.RLock()
 
@@ -240,8 +241,12 @@ class App:
         return self._the_engine().tick()
 
     def migrate(self) -> list[int]:
-        """Apply the migrations the database has not seen; return their versions."""
-        return self.store.migrate(self.now())
+        """Apply the migrations the database has not seen; return their versions.
+
+        The store also migrates itself on first use; this is `oncely migrate`, for deploys that
+        migrate as a step of their own.
+        """
+        return self._opened_store(migrate=False).migrate(self.now())
 
     def now(self) -> datetime:
         """The app clock's time, aware UTC."""
@@ -255,11 +260,16 @@ class App:
     @property
     def store(self) -> Store:
         """The store, opened and migrated on first use."""
+        return self._opened_store(migrate=True)
+
+    def _opened_store(self, *, migrate: bool) -> Store:
         with self._lock:
             if self._store is None:
-                store = open_store(self.url)
-                store.migrate(self.now())
-                self._store = store
+                self._store = open_store(self.url)
+                self._migrated = False
+            if migrate and not self._migrated:
+                self._store.migrate(self.now())
+                self._migrated = True
             return self._store
 
     def close(self) -> None:

@@ -6,7 +6,9 @@ test_crash, test_retries, test_misfire, test_invalid_rule, test_tenants).
 
 from __future__ import annotations
 
+import logging
 import threading
+import uuid
 from collections import Counter
 from datetime import timedelta
 
@@ -203,3 +205,45 @@ def test_lesson_14_one_tenants_schedules_are_invisible_to_another(
     app.for_tenant("acme").schedule(remind, oncely.every(hours=1), key="r")
     assert app.for_tenant("globex").schedules() == []
     assert [s.tenant for s in app.schedules()] == ["acme"]
+
+
+def test_lesson_06_one_bad_stored_rule_stops_only_its_own_schedule(
+    app: oncely.App, clock: Clock
+) -> None:
+    ran: list[str] = []
+
+    @app.job()
+    def remind(run: oncely.Run) -> None:
+        ran.append(run.key)
+
+    for key in ("bad", "good"):
+        app.schedule(remind, oncely.every(minutes=1), key=key)
+    with app.store.transaction() as connection:
+        connection.execute(
+            'UPDATE oncely_schedules SET trigger_spec = \'{"kind": "rrule", "v": 1, '
+            '"text": "FREQ=NEVER"}\' WHERE key = \'bad\''
+        )
+    clock.advance(minutes=1)
+    app.tick()
+    assert ran == ["good"]
+    assert {s.key: s.status for s in app.schedules()} == {"bad": "invalid", "good": "active"}
+
+
+def test_lesson_09_an_rrule_without_until_or_count_stops_after_max_span(
+    app: oncely.App, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    @app.job(overlap="allow")
+    def nag(run: oncely.Run) -> None:
+        pass
+
+    key = f"user-typed:{uuid.uuid4().hex[:8]}"  # the stop is logged once per schedule and process
+    app.schedule(nag, oncely.rrule("FREQ=DAILY"), key=key)
+    with caplog.at_level(logging.ERROR, logger="oncely"):
+        for _ in range(372):
+            clock.advance(days=1)
+            app.tick()
+    ran = [o for o in app.history(key=key, limit=1000) if o.status == "succeeded"]
+    assert 365 <= len(ran) <= 367  # 366 days from the start, not forever
+    (schedule,) = app.schedules()
+    assert schedule.status == "ended"
+    assert any("max_span" in r.getMessage() for r in caplog.records)

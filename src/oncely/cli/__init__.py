@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from oncely.cli.migrate import migrate
 from oncely.cli.preview import preview
 
 
@@ -13,6 +14,7 @@ def main() -> None:
     """oncely: every scheduled job once per occurrence, however many copies are running."""
 
 
+main.add_command(migrate)
 main.add_command(preview)
 
 __all__ = ["main"]

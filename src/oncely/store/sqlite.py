@@ -31,6 +31,7 @@ from oncely.store.records import known, occurrence_params, schedule_params, tena
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _BUSY_TIMEOUT_S = 30.0
+_CACHE_KIB = 64 * 1024
 
 
 def to_micros(t: datetime) -> int:
@@ -133,6 +134,9 @@ class SqliteStore(Store):
                 self.path, isolation_level=None, timeout=_BUSY_TIMEOUT_S, check_same_thread=False
             )
             connection.execute("PRAGMA foreign_keys = ON")
+            # A burst touches pages all over the occurrence table and its indexes; with SQLite's
+            # default 2 MiB page cache a 20,000-occurrence drain ran at a third of the speed.
+            connection.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
         except sqlite3.Error as exc:
             raise StoreUnavailable(f"cannot open SQLite database {self.path!r}: {exc}") from exc
         with self._opened_lock:
@@ -449,16 +453,10 @@ class SqliteStore(Store):
     def _book_success(
         self, connection: sqlite3.Connection, claims: Sequence[Claim], now: datetime
     ) -> list[Claim]:
-        at = to_micros(now)
-        booked = [
-            claim
-            for claim in claims
-            if connection.execute(
-                self._sql["book_success"],
-                {"id": claim.occurrence_id, "fence": claim.fence, "now": at},
-            ).fetchone()
-            is not None
-        ]
+        pairs = json.dumps([[c.occurrence_id, c.fence] for c in claims])
+        params = {"claims": pairs, "now": to_micros(now)}
+        booked_ids = {row[0] for row in connection.execute(self._sql["book_success"], params)}
+        booked = [c for c in claims if c.occurrence_id in booked_ids]
         streaks = sorted({c.schedule_id for c in booked if c.failure_streak})
         if streaks:
             connection.execute(self._sql["reset_failures"], {"ids": json.dumps(streaks)})

@@ -241,7 +241,7 @@ SELECT o.id, s.key, o.tenant, o.scheduled_for, o.lease_owner, o.attempts
 FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.status = 'running' AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= %(now)s)
   AND s.job = ANY(%(jobs)s::text[])
-ORDER BY o.id
+ORDER BY o.lease_expires_at
 FOR UPDATE OF o SKIP LOCKED;
 
 -- name: abandon

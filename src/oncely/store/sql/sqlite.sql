@@ -160,11 +160,13 @@ SET status = 'invalid', status_reason = :reason, next_run_at = NULL, updated_at 
 WHERE id = :schedule_id;
 
 -- name: claim_expired
+-- CROSS JOIN fixes the join order in SQLite: occurrences by their partial index first. With few
+-- occurrences and many schedules the planner otherwise scanned every schedule on every tick.
 -- Occurrences whose worker was lost: running, lease expired (a missing lease counts as expired,
 -- so nothing can stay "running" forever), of jobs that may run again (at_least_once and
 -- transactional). The caller holds the write lock, so no two claimers see the same row.
 SELECT o.id, o.schedule_id, s.job
-FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
+FROM oncely_occurrences o CROSS JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.status = 'running' AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= :now)
   AND s.job IN (SELECT value FROM json_each(:jobs)) AND s.paused = 0 AND s.status <> 'removed'
 ORDER BY o.lease_expires_at
@@ -174,7 +176,7 @@ LIMIT :limit;
 -- Occurrences of serial jobs (overlap other than "allow") waiting to run or to retry whose time
 -- has come, oldest first. The caller admits one per schedule.
 SELECT o.id, o.schedule_id, s.job
-FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
+FROM oncely_occurrences o CROSS JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.status IN ('pending', 'retrying') AND o.run_after <= :now
   AND s.job IN (SELECT value FROM json_each(:jobs)) AND s.paused = 0 AND s.status <> 'removed'
 ORDER BY o.run_after, o.id
@@ -184,7 +186,7 @@ LIMIT :limit;
 -- Occurrences of jobs that allow overlap waiting to run or to retry whose time has come, oldest
 -- first: all of them are admitted.
 SELECT o.id, o.schedule_id, s.job
-FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
+FROM oncely_occurrences o CROSS JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.status IN ('pending', 'retrying') AND o.run_after <= :now
   AND s.job IN (SELECT value FROM json_each(:jobs)) AND s.paused = 0 AND s.status <> 'removed'
 ORDER BY o.run_after, o.id
@@ -224,10 +226,10 @@ ORDER BY o.run_after, o.id;
 -- name: expired_of_jobs
 -- Running occurrences of at_most_once jobs whose lease expired: their worker was lost mid-call.
 SELECT o.id, s.key, o.tenant, o.scheduled_for, o.lease_owner, o.attempts
-FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
+FROM oncely_occurrences o CROSS JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.status = 'running' AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= :now)
   AND s.job IN (SELECT value FROM json_each(:jobs))
-ORDER BY o.id;
+ORDER BY o.lease_expires_at;
 
 -- name: abandon
 UPDATE oncely_occurrences
@@ -242,12 +244,15 @@ WHERE id = :id AND status = 'running' AND fence = :fence
 RETURNING id;
 
 -- name: book_success
--- Conditional on the attempt's fence: of two bookings of one attempt only the first counts, and
--- an attempt whose lease was taken over books nothing (a NULL fence never matches).
+-- Conditional on each attempt's fence: of two bookings of one attempt only the first counts, and
+-- an attempt whose lease was taken over books nothing (a NULL fence never matches). :claims is a
+-- JSON list of [occurrence id, fence] pairs.
 UPDATE oncely_occurrences
 SET status = 'succeeded', finished_at = :now, error = NULL, lease_owner = NULL,
     lease_expires_at = NULL
-WHERE id = :id AND status = 'running' AND fence = :fence
+FROM (SELECT value ->> 0 AS id, value ->> 1 AS fence FROM json_each(:claims)) AS v
+WHERE oncely_occurrences.id = v.id AND oncely_occurrences.status = 'running'
+  AND oncely_occurrences.fence = v.fence
 RETURNING id, schedule_id;
 
 -- name: book_retry

@@ -1,0 +1,52 @@
+"""Support package of ``bench/peers.py``: the burst workload run through peer job queues.
+
+``harness`` holds what is the same for every peer (databases, worker processes, the per-job
+record, the figures); each ``<name>_peer`` module holds one peer's set-up, enqueueing and worker.
+It is named ``_peers`` rather than ``peers`` so that it never shadows the ``peers.py`` entry point.
+
+Every peer module exposes the same interface (see ``PeerModule``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Protocol, cast
+
+#: Peers in the order they are run and reported.
+PEERS: tuple[str, ...] = ("procrastinate", "pgqueuer", "apscheduler")
+
+
+class PeerModule(Protocol):
+    """What ``harness`` needs from a peer module.
+
+    ``install``, ``enqueue`` and ``work`` are coroutines taking the peer database's libpq DSN;
+    ``work`` runs until its process is killed, calling ``harness.record(n)`` for every job run.
+    """
+
+    #: Distribution names whose installed versions are reported.
+    DISTRIBUTIONS: tuple[str, ...]
+    #: The settings chosen for this peer and why, reported in the JSON document.
+    SETTINGS: dict[str, Any]
+
+    async def install(self, dsn: str) -> None: ...
+
+    async def enqueue(self, dsn: str, jobs: int) -> None: ...
+
+    async def work(self, dsn: str) -> None: ...
+
+    def unfinished(self, dsn: str) -> int:
+        """Jobs the peer's own tables still hold as not finished."""
+        ...
+
+
+#: oncely itself, measured through the same harness by ``bench/engine.py``.
+SUBJECT = "oncely"
+
+
+def load(name: str) -> PeerModule:
+    """Import and return the module of peer ``name`` (one of ``PEERS``, or ``SUBJECT``)."""
+    if name == SUBJECT:
+        return cast(PeerModule, importlib.import_module("_peers.oncely_subject"))
+    if name not in PEERS:
+        raise ValueError(f"unknown peer {name!r}; choose from {', '.join(PEERS)}")
+    return cast(PeerModule, importlib.import_module(f"_peers.{name}_peer"))

@@ -1,0 +1,5 @@
+"""``python -m oncely.cli``: the `oncely` command."""
+
+from oncely.cli import main
+
+main()
