@@ -2,32 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
+from collections.abc import Iterator
 
 import pytest
+from _engine_support import Clock, MakeApp
 
 import oncely
-
-START = datetime(2026, 11, 30, 8, 59, 30, tzinfo=UTC)
-
-
-class Clock:
-    """The one clock of the apps under test: time moves only when the test says so."""
-
-    def __init__(self, now: datetime = START) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> datetime:
-        self.now += timedelta(**delta)
-        return self.now
-
-    def set(self, now: datetime) -> datetime:
-        self.now = now
-        return now
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -40,9 +20,6 @@ def url(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def clock() -> Clock:
     return Clock()
-
-
-MakeApp = Callable[[], oncely.App]
 
 
 @pytest.fixture

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import pytest
+from _engine_support import Clock
 
 import oncely
-from conftest import Clock
 
 
 @pytest.fixture

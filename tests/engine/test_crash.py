@@ -11,9 +11,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from _engine_support import Clock, MakeApp
 
 import oncely
-from conftest import Clock, MakeApp
 
 HERE = Path(__file__).parent
 

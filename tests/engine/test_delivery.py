@@ -7,9 +7,9 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from _engine_support import Clock, MakeApp
 
 import oncely
-from conftest import Clock, MakeApp
 
 
 def param(app: oncely.App) -> str:

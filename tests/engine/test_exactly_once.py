@@ -10,8 +10,9 @@ from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
+from _engine_support import Clock, MakeApp
+
 import oncely
-from conftest import Clock, MakeApp
 
 HERE = Path(__file__).parent
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 
 import pytest
+from _engine_support import Clock
 
 import oncely
-from conftest import Clock
 
 
 def damage(app: oncely.App, key: str, spec: str) -> None:
@@ -29,7 +29,7 @@ def damage(app: oncely.App, key: str, spec: str) -> None:
         '{"kind": "teleport"}',
     ],
 )
-def test_a_bad_stored_rule_marks_only_its_schedule_invalid(
+def test_lesson_06_a_bad_stored_rule_marks_only_its_schedule_invalid(
     app: oncely.App, clock: Clock, spec: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     ran: list[str] = []

@@ -1,7 +1,7 @@
 """One regression test per incident in DESIGN.md's lessons that the engine answers for.
 
 Each name says which lesson; the detailed suites live beside this file (test_exactly_once,
-test_crash, test_retries, test_misfire, test_invalid_rule, test_tenants).
+test_crash, test_retries, test_misfire, test_tenants). Lesson 6's is in test_invalid_rule.py.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from collections import Counter
 from datetime import timedelta
 
 import pytest
+from _engine_support import Clock, MakeApp
 
 import oncely
-from conftest import Clock, MakeApp
 
 
 def test_lesson_01_hourly_in_code_is_not_hourly_per_instance(
@@ -205,28 +205,6 @@ def test_lesson_14_one_tenants_schedules_are_invisible_to_another(
     app.for_tenant("acme").schedule(remind, oncely.every(hours=1), key="r")
     assert app.for_tenant("globex").schedules() == []
     assert [s.tenant for s in app.schedules()] == ["acme"]
-
-
-def test_lesson_06_one_bad_stored_rule_stops_only_its_own_schedule(
-    app: oncely.App, clock: Clock
-) -> None:
-    ran: list[str] = []
-
-    @app.job()
-    def remind(run: oncely.Run) -> None:
-        ran.append(run.key)
-
-    for key in ("bad", "good"):
-        app.schedule(remind, oncely.every(minutes=1), key=key)
-    with app.store.transaction() as connection:
-        connection.execute(
-            'UPDATE oncely_schedules SET trigger_spec = \'{"kind": "rrule", "v": 1, '
-            '"text": "FREQ=NEVER"}\' WHERE key = \'bad\''
-        )
-    clock.advance(minutes=1)
-    app.tick()
-    assert ran == ["good"]
-    assert {s.key: s.status for s in app.schedules()} == {"bad": "invalid", "good": "active"}
 
 
 def test_lesson_09_an_rrule_without_until_or_count_stops_after_max_span(

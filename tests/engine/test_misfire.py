@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from _engine_support import Clock, MakeApp
 
 import oncely
-from conftest import Clock, MakeApp
 
 
 def downtime(make_app: MakeApp, clock: Clock, misfire: str, **options: object) -> oncely.App:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from _engine_support import Clock, MakeApp
+
 import oncely
-from conftest import Clock, MakeApp
 
 
 def test_saving_the_same_schedule_again_keeps_its_next_run(app: oncely.App, clock: Clock) -> None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from _engine_support import Clock, MakeApp
+
 import oncely
-from conftest import Clock, MakeApp
 
 
 def overlapping(make_app: MakeApp, clock: Clock, overlap: str) -> tuple[oncely.App, list[str]]:

@@ -7,9 +7,9 @@ import logging
 from datetime import timedelta
 
 import pytest
+from _engine_support import Clock, MakeApp
 
 import oncely
-from conftest import Clock, MakeApp
 from oncely.engine.retry import BACKOFF_CAP, backoff_ceiling
 
 

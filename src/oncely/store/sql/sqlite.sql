@@ -184,7 +184,8 @@ LIMIT :limit;
 
 -- name: claim_free
 -- Occurrences of jobs that allow overlap waiting to run or to retry whose time has come, oldest
--- first: all of them are admitted.
+-- first: all of them are admitted. The same query as claim_ready, kept apart so that a backlog of
+-- one serial schedule (admitted one at a time) never hides other jobs' due occurrences.
 SELECT o.id, o.schedule_id, s.job
 FROM oncely_occurrences o CROSS JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.status IN ('pending', 'retrying') AND o.run_after <= :now
