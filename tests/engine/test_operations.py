@@ -3,6 +3,7 @@ reconciling code-declared schedules on start."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 from _engine_support import Clock, MakeApp
@@ -201,3 +202,27 @@ def test_an_rrule_end_applies_only_without_until_or_count(app: oncely.App, clock
     by_key = {s.key: s.trigger for s in app.schedules()}
     assert len(list(by_key["until"].between(clock(), clock() + timedelta(days=9)))) == 5  # type: ignore[union-attr]
     assert len(list(by_key["open"].between(clock(), clock() + timedelta(days=9)))) == 2  # type: ignore[union-attr]
+
+
+def test_async_handlers_run_on_the_engines_own_loop(app: oncely.App, clock: Clock) -> None:
+    seen: list[tuple[str, int]] = []
+
+    @app.job()
+    async def remind(run: oncely.Run) -> None:
+        await asyncio.sleep(0)
+        seen.append((run.key, run.attempt))
+        if run.attempt == 1:
+            raise ConnectionError("first try fails")
+
+    app.defer(remind, at=clock(), key="a")
+    app.tick()
+    (row,) = app.history()
+    assert row.status == "retrying"
+    clock.set(row.retry_at)  # type: ignore[arg-type]
+
+    async def from_async_code() -> None:
+        app.tick()  # a tick called from a running event loop still runs async handlers
+
+    asyncio.run(from_async_code())
+    assert seen == [("a", 1), ("a", 2)]
+    assert app.history()[0].status == "succeeded"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from datetime import UTC, datetime, timedelta
 
@@ -136,3 +137,36 @@ def test_a_retry_waits_for_its_time(store: Store) -> None:
     (row,) = store.history(None)
     assert (row.status, row.error, row.retry_at) == ("running", "boom", None)
     assert store.next_due_at() is None  # nothing waits: the one occurrence runs
+
+
+def connection_identity(store: Store) -> int:
+    """Which connection the store hands this process: a PostgreSQL backend, or a SQLite handle."""
+    with store._connect() as connection:  # type: ignore[attr-defined]
+        if store.dialect == "postgres":
+            return int(connection.info.backend_pid)
+        return id(connection)
+
+
+def test_a_forked_child_opens_its_own_connections(store: Store) -> None:
+    # gunicorn --preload forks after the app is loaded: a child that used its parent's socket or
+    # SQLite handle would interleave with the parent's statements.
+    defer(store, "before-fork")
+    (claimed,) = claim(store)
+    parent = connection_identity(store)
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through the pipe and exits
+        try:
+            booked = store.book_success([claimed], NOW) == [claimed]
+            os.write(write, f"{booked} {connection_identity(store)}".encode())
+        except BaseException as exc:  # anything at all: the parent reports it
+            os.write(write, repr(exc).encode()[:200])
+        finally:
+            os._exit(0)
+    os.close(write)
+    report = os.read(read, 200).decode()
+    os.waitpid(child, 0)
+    booked, identity = report.split()
+    assert booked == "True", report
+    assert int(identity) != parent
+    assert store.history(None)[0].status == "succeeded"  # the parent's connection still works

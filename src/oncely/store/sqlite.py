@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -127,6 +128,7 @@ class SqliteStore(Store):
         self._local = threading.local()
         self._opened: list[sqlite3.Connection] = []
         self._opened_lock = threading.Lock()
+        self._pid = os.getpid()
 
     def _open(self) -> sqlite3.Connection:
         try:
@@ -145,6 +147,10 @@ class SqliteStore(Store):
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
+        if self._pid != os.getpid():
+            # A forked child (gunicorn's preload) must not share its parent's connections:
+            # SQLite connections carried across fork corrupt locks. Forget them, unclosed.
+            self._local, self._opened, self._pid = threading.local(), [], os.getpid()
         connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
         if connection is None:
             connection = self._local.connection = self._open()
