@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from oncely.app import App, TenantView
-from oncely.engine import Job, Run, TickReport
+from oncely.engine import Explanation, Job, Run, TickReport
 from oncely.errors import (
     ConfigurationError,
     InvalidPayload,
@@ -34,6 +34,7 @@ from oncely.recurrence import (
 __all__ = [
     "App",
     "ConfigurationError",
+    "Explanation",
     "InvalidPayload",
     "InvalidSchedule",
     "Job",

@@ -7,6 +7,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from itertools import islice
 from typing import Any, TypeVar, overload
 
 from oncely.engine import (
@@ -16,6 +17,7 @@ from oncely.engine import (
     DEFAULT_RETRIES,
     Delivery,
     Engine,
+    Explanation,
     Job,
     Misfire,
     Run,
@@ -211,6 +213,13 @@ class App:
         called; ones skipped before run after all. Returns how many were added or re-armed."""
         return _backfill(self, None, key, since, until)
 
+    def explain(self, key: str, *, upcoming: int = 5, recent: int = 10) -> Explanation:
+        """Why schedule ``key`` did or did not fire; ``str()`` of the result reads as a report.
+
+        Raises `UnknownSchedule`.
+        """
+        return _explain(self, None, key, upcoming, recent)
+
     def schedules(self, tenant: str | None = None) -> list[Schedule]:
         """Every tenant's schedules (this app is not bound to one), or only ``tenant``'s."""
         if tenant is None:
@@ -356,6 +365,9 @@ class TenantView:
     def backfill(self, key: str, since: datetime, until: datetime) -> int:
         return _backfill(self.app, self.tenant, key, since, until)
 
+    def explain(self, key: str, *, upcoming: int = 5, recent: int = 10) -> Explanation:
+        return _explain(self.app, self.tenant, key, upcoming, recent)
+
     def schedules(self) -> list[Schedule]:
         return self.app.store.list_schedules(self.tenant)
 
@@ -476,6 +488,23 @@ def _backfill(app: App, tenant: str | None, key: str, since: datetime, until: da
                 hint="backfill a shorter range at a time",
             )
     return app.store.add_occurrences(tenant, key, planned, now=now, rearm_skipped=True)
+
+
+def _explain(app: App, tenant: str | None, key: str, upcoming: int, recent: int) -> Explanation:
+    now = app.now()
+    schedule = app.store.get_schedule(tenant, key)
+    store_history = app.store.history
+    next_instances: list[Instance] = []
+    if schedule.trigger is not None and schedule.next_run_at is not None and not schedule.paused:
+        instances = schedule.trigger.instances_after(schedule.next_run_at - _JUST_BEFORE)
+        next_instances = list(islice(instances, upcoming))
+    return Explanation(
+        schedule=schedule,
+        now=now,
+        upcoming=next_instances,
+        recent=store_history(tenant, key=key, limit=recent),
+        running=store_history(tenant, key=key, status="running", limit=recent),
+    )
 
 
 def _history(

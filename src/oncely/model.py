@@ -63,7 +63,11 @@ class Planned:
 
 @dataclass(frozen=True, slots=True)
 class Occurrence:
-    """One (schedule, scheduled time) and what became of it: a row of history."""
+    """One (schedule, scheduled time) and what became of it: a row of history.
+
+    ``retry_at`` is when a ``retrying`` occurrence runs again; ``lease_expires_at`` is when the
+    lease of a ``running`` one expires (and ``worker`` holds it). Both are None otherwise.
+    """
 
     key: str
     scheduled_for: datetime
@@ -81,6 +85,7 @@ class Occurrence:
     ordinal: int | None = None
     origin: OccurrenceOrigin = "schedule"
     retry_at: datetime | None = None
+    lease_expires_at: datetime | None = None
 
 
 Overlap = Literal["skip", "buffer_one", "allow"]

@@ -9,7 +9,7 @@ import click
 from cronsim import CronSim
 
 from oncely.errors import InvalidSchedule
-from oncely.recurrence import Cron, Instance, RRule, Zone, cron, rrule
+from oncely.recurrence import Cron, Instance, RRule, Zone, cron, describe_dst, rrule
 
 _NEAR = timedelta(hours=24)
 
@@ -33,13 +33,9 @@ def _read_time(value: str, zone: Zone) -> datetime:
 
 
 def _note(instance: Instance, zone: Zone) -> str:
-    nominal = instance.nominal.strftime("%H:%M")
-    if instance.dst == "gap-shifted":
-        return f"DST gap: {nominal} does not exist that day; fires when the clocks jump"
-    if instance.dst == "fold-first":
-        return f"DST fold: {nominal} happens twice; fires at the first only (dst_fold='first')"
-    if instance.dst == "fold-second":
-        return f"DST fold: {nominal} happens twice; this is the second"
+    described = describe_dst(instance)
+    if described is not None:
+        return described
     changes = zone.transitions_between(instance.at - _NEAR, instance.at + _NEAR)
     if changes:
         when, offset = changes[0]

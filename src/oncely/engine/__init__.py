@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from oncely.engine.explain import Explanation
 from oncely.engine.job import (
     DEFAULT_GRACE,
     DEFAULT_LEASE,
@@ -21,6 +22,7 @@ __all__ = [
     "DEFAULT_RETRIES",
     "Delivery",
     "Engine",
+    "Explanation",
     "Job",
     "Misfire",
     "Run",

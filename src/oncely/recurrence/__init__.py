@@ -17,7 +17,7 @@ from oncely.recurrence.rfc5545 import Rule, parse_rrule, validate_rrule
 from oncely.recurrence.rule_trigger import DEFAULT_MAX_SPAN, RRule
 from oncely.recurrence.spec import trigger_from_spec
 from oncely.recurrence.trigger import SPEC_VERSION, Trigger
-from oncely.recurrence.wallclock import DstFold, DstGap, Instance, Zone
+from oncely.recurrence.wallclock import DstFold, DstGap, Instance, Zone, describe_dst
 
 __all__ = [
     "DEFAULT_MAX_SPAN",
@@ -35,6 +35,7 @@ __all__ = [
     "Zone",
     "at",
     "cron",
+    "describe_dst",
     "every",
     "parse_cron",
     "parse_rrule",

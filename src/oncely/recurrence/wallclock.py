@@ -57,6 +57,18 @@ class Instance:
         return self.wall.replace(tzinfo=ZoneInfo(self.tz), fold=self.fold)
 
 
+def describe_dst(instance: Instance) -> str | None:
+    """What daylight saving did to ``instance``, in words; None when nothing."""
+    nominal = instance.nominal.strftime("%H:%M")
+    if instance.dst == "gap-shifted":
+        return f"DST gap: {nominal} does not exist that day; fires when the clocks jump"
+    if instance.dst == "fold-first":
+        return f"DST fold: {nominal} happens twice; fires at the first only (dst_fold='first')"
+    if instance.dst == "fold-second":
+        return f"DST fold: {nominal} happens twice; this is the second"
+    return None
+
+
 def check_policies(dst_gap: str, dst_fold: str) -> None:
     """Raise `InvalidSchedule` unless both DST policies are ones oncely knows."""
     if dst_gap not in get_args(DstGap):

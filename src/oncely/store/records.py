@@ -182,6 +182,7 @@ def occurrence(values: Mapping[str, Any]) -> Occurrence:
         ordinal=values["ordinal"],
         origin=cast(OccurrenceOrigin, values["origin"]),
         retry_at=_utc(values["run_after"]) if values["status"] == "retrying" else None,
+        lease_expires_at=_utc(values["lease_expires_at"]),
     )
 
 

@@ -106,7 +106,8 @@ SELECT min(run_after) FROM oncely_occurrences WHERE status IN ('pending', 'retry
 -- name: select_history
 -- Each filter's NULL arm is spelled out: a NULL filter means "any", never "matches NULL".
 SELECT s.key, o.tenant, o.scheduled_for, o.status, o.attempts, o.started_at, o.finished_at,
-    o.worker, o.error, o.reason, o.local_wall, o.fold, o.dst_note, o.ordinal, o.origin, o.run_after
+    o.worker, o.error, o.reason, o.local_wall, o.fold, o.dst_note, o.ordinal, o.origin, o.run_after,
+    o.lease_expires_at
 FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE (%(all_tenants)s OR o.tenant = %(tenant)s)
   AND (%(key)s::text IS NULL OR s.key = %(key)s)
