@@ -140,6 +140,20 @@ def test_unschedule_stops_firing_and_keeps_history(app: oncely.App, clock: Clock
     assert app.schedules() == []
 
 
+def test_unscheduling_records_what_was_waiting_as_skipped(app: oncely.App, clock: Clock) -> None:
+    @app.job()
+    def remind(run: oncely.Run) -> None:
+        pass
+
+    app.defer(remind, at=clock() + timedelta(hours=1), key="later")
+    app.unschedule("later")
+    clock.advance(hours=2)
+    app.tick()
+    (row,) = app.history(key="later")
+    assert (row.status, row.attempts) == ("skipped", 0)
+    assert "unscheduled" in (row.reason or "")
+
+
 def test_a_job_removed_from_code_stops_and_stays_in_history(
     make_app: MakeApp, clock: Clock
 ) -> None:

@@ -94,7 +94,11 @@ class Store(ABC):
 
     @abstractmethod
     def remove_schedule(self, tenant: str | None, key: str, now: datetime) -> Schedule:
-        """Stop schedule (tenant, key) firing and keep it as history; raise `UnknownSchedule`."""
+        """Stop schedule (tenant, key) firing and keep it as history; raise `UnknownSchedule`.
+
+        Its occurrences still waiting to run or to retry are recorded as skipped, with the reason;
+        one running now finishes and is booked as usual.
+        """
 
     @abstractmethod
     def materialise(

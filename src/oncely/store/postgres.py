@@ -167,7 +167,10 @@ class PostgresStore(Store):
 
     def remove_schedule(self, tenant: str | None, key: str, now: datetime) -> Schedule:
         params = {"tenant": tenant_column(tenant), "key": key, "now": now}
-        return known(self._one("remove_schedule", params), tenant, key)
+        with self._connect() as connection:
+            connection.execute(self._sql["skip_waiting"], {**params, "reason": records.REMOVED})
+            row = connection.execute(self._sql["remove_schedule"], params).fetchone()
+        return known(None if row is None else records.schedule(row), tenant, key)
 
     def materialise(
         self,

@@ -65,6 +65,7 @@ def schedule_params(
 
 
 SUPERSEDED = "superseded: the schedule's trigger changed before this occurrence ran"
+REMOVED = "unscheduled: the schedule was removed before this occurrence ran"
 
 
 def save_params(

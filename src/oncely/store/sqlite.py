@@ -263,6 +263,8 @@ class SqliteStore(Store):
     def remove_schedule(self, tenant: str | None, key: str, now: datetime) -> Schedule:
         params = {"tenant": tenant_column(tenant), "key": key, "now": now}
         with self._write() as connection:
+            waiting = {**params, "reason": records.REMOVED}
+            connection.execute(self._sql["skip_waiting"], _bind(waiting))
             found = self._one(connection, "remove_schedule", params)
         return known(found, tenant, key)
 

@@ -66,6 +66,13 @@ WHERE tenant = :tenant AND key = :key AND status <> 'removed'
 RETURNING id, tenant, key, job, origin, trigger_spec, payload, paused, status, status_reason,
     next_run_at, created_at, updated_at;
 
+-- name: skip_waiting
+-- What a removed schedule had waiting (to run, or to retry) will not run: it is recorded so.
+UPDATE oncely_occurrences SET status = 'skipped', reason = :reason
+WHERE status IN ('pending', 'retrying')
+  AND schedule_id = (SELECT id FROM oncely_schedules
+                     WHERE tenant = :tenant AND key = :key AND status <> 'removed');
+
 -- name: remove_schedule
 -- A removed schedule stops firing and stays, with its occurrences, as history.
 UPDATE oncely_schedules SET status = 'removed', next_run_at = NULL, updated_at = :now
