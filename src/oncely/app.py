@@ -26,18 +26,16 @@ from oncely.engine import (
 from oncely.errors import (
     ConfigurationError,
     InvalidSchedule,
-    NaiveDatetime,
     TenantMismatch,
     UnknownJob,
 )
 from oncely.model import Occurrence, OccurrenceStatus, Overlap, Planned, Schedule
-from oncely.recurrence import At, Instance, RRule, Trigger
+from oncely.recurrence import At, Instance, RRule, Trigger, as_utc
 from oncely.store import DEFAULT_URL, Store, StoreUrl, open_store
 
 Handler = Callable[[Run], Any]
 H = TypeVar("H", bound=Handler)
 
-_JUST_BEFORE = timedelta(microseconds=1)
 _BACKFILL_LIMIT = 100_000
 
 
@@ -407,7 +405,7 @@ def _schedule(
     now = app.now()
     if isinstance(trigger, RRule):
         if end is not None:
-            trigger = trigger.with_end(_aware(end, "end"))
+            trigger = trigger.with_end(as_utc(end, "end"))
         trigger = trigger.with_start(now)
     elif end is not None:
         raise InvalidSchedule(
@@ -436,12 +434,9 @@ def _defer(
     app: App, tenant: str | None, job: Job | str, at: datetime, key: str | None, payload: Any
 ) -> Schedule:
     found = app._job(job)
-    when = _aware(at, "at")
+    trigger = At(as_utc(at, "at"))
     key = key if key is not None else f"{found.name}:{uuid.uuid4().hex}"
     _check_key(app, tenant, key)
-    trigger = At(when)
-    instance = trigger.next_instance_after(when - _JUST_BEFORE)
-    assert instance is not None
     return app.store.save_schedule(
         tenant=tenant,
         key=key,
@@ -451,19 +446,18 @@ def _defer(
         payload=payload,
         next_run_at=None,
         now=app.now(),
-        occurrences=[Planned(instance, origin="defer")],
+        occurrences=[Planned(_instance_at(trigger.when), origin="defer")],
     )
 
 
 def _trigger(app: App, tenant: str | None, key: str) -> int:
     now = app.now()
-    wall = now.replace(tzinfo=None)
-    instance = Instance(at=now, wall=wall, fold=0, tz="UTC", nominal=wall)
-    return app.store.add_occurrences(tenant, key, [Planned(instance, origin="trigger")], now=now)
+    planned = [Planned(_instance_at(now), origin="trigger")]
+    return app.store.add_occurrences(tenant, key, planned, now=now)
 
 
 def _backfill(app: App, tenant: str | None, key: str, since: datetime, until: datetime) -> int:
-    since, until = _aware(since, "since"), _aware(until, "until")
+    since, until = as_utc(since, "since"), as_utc(until, "until")
     now = app.now()
     if since > until:
         raise InvalidSchedule(f"backfill since {since} is after until {until}", hint="swap them")
@@ -479,7 +473,7 @@ def _backfill(app: App, tenant: str | None, key: str, since: datetime, until: da
             hint="save it again with a valid trigger",
         )
     planned = []
-    for instance in schedule.trigger.instances_between(since - _JUST_BEFORE, until):
+    for instance in schedule.trigger.instances_within(since, until):
         planned.append(Planned(instance, origin="backfill"))
         if len(planned) > _BACKFILL_LIMIT:
             raise InvalidSchedule(
@@ -493,17 +487,16 @@ def _backfill(app: App, tenant: str | None, key: str, since: datetime, until: da
 def _explain(app: App, tenant: str | None, key: str, upcoming: int, recent: int) -> Explanation:
     now = app.now()
     schedule = app.store.get_schedule(tenant, key)
-    store_history = app.store.history
     next_instances: list[Instance] = []
     if schedule.trigger is not None and schedule.next_run_at is not None and not schedule.paused:
-        instances = schedule.trigger.instances_after(schedule.next_run_at - _JUST_BEFORE)
+        instances = schedule.trigger.instances_from(schedule.next_run_at)
         next_instances = list(islice(instances, upcoming))
     return Explanation(
         schedule=schedule,
         now=now,
         upcoming=next_instances,
-        recent=store_history(tenant, key=key, limit=recent),
-        running=store_history(tenant, key=key, status="running", limit=recent),
+        recent=app.store.history(tenant, key=key, limit=recent),
+        running=app.store.history(tenant, key=key, status="running", limit=recent),
     )
 
 
@@ -521,12 +514,17 @@ def _history(
     return app.store.history(
         tenant,
         key=key,
-        since=None if since is None else _aware(since, "since"),
-        until=None if until is None else _aware(until, "until"),
+        since=None if since is None else as_utc(since, "since"),
+        until=None if until is None else as_utc(until, "until"),
         status=status,
         limit=limit,
         all_tenants=all_tenants,
     )
+
+
+def _instance_at(when: datetime) -> Instance:
+    """The one instance of a one-off at ``when`` (deferred, or triggered by hand)."""
+    return next(At(when).instances_from(when))
 
 
 def _check_key(app: App, tenant: str | None, key: str) -> None:
@@ -538,17 +536,6 @@ def _check_key(app: App, tenant: str | None, key: str) -> None:
             f"key {key!r} is the schedule of code-declared job {key!r}",
             hint="choose another key, e.g. f'{job}:{id}'",
         )
-
-
-def _aware(value: datetime, name: str) -> datetime:
-    if not isinstance(value, datetime):
-        raise NaiveDatetime(f"{name}={value!r} is not a datetime")
-    if value.utcoffset() is None:
-        raise NaiveDatetime(
-            f"{name}={value.isoformat()} has no time zone; pass an aware datetime, "
-            f"e.g. {name}=datetime(..., tzinfo=ZoneInfo('Europe/Berlin'))"
-        )
-    return value.astimezone(UTC)
 
 
 def _require_start(trigger: RRule, job: str) -> None:

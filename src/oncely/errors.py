@@ -63,7 +63,7 @@ class UnknownJob(OncelyError, LookupError):
     """No job has that name in this app."""
 
 
-class NaiveDatetime(OncelyError, ValueError):
+class NaiveDatetime(InvalidSchedule):
     """A datetime without a time zone was given; oncely needs aware datetimes."""
 
 

@@ -97,7 +97,7 @@ def preview(rule: str, tz: str, count: int, start: str | None) -> None:
             trigger = cron(rule, tz)
             summary = "cron: " + _explain_cron(trigger.expr)
         instances = []
-        for instance in trigger.instances_after(since - timedelta(microseconds=1)):
+        for instance in trigger.instances_from(since):
             instances.append(instance)
             if len(instances) == count:
                 break

@@ -16,8 +16,6 @@ from oncely.engine.job import Job
 from oncely.model import Planned
 from oncely.recurrence import Instance, Trigger
 
-_JUST_BEFORE = timedelta(microseconds=1)
-
 
 @dataclass(frozen=True, slots=True)
 class Plan:
@@ -32,7 +30,7 @@ def plan(trigger: Trigger, next_run_at: datetime, job: Job, now: datetime) -> Pl
     limit = job.misfire_limit
     due: list[Instance] = []
     following: Instance | None = None
-    for instance in trigger.instances_after(next_run_at - _JUST_BEFORE):
+    for instance in trigger.instances_from(next_run_at):
         if instance.at > now:
             following = instance
             break
@@ -42,7 +40,7 @@ def plan(trigger: Trigger, next_run_at: datetime, job: Job, now: datetime) -> Pl
     unlisted = ""
     if len(due) > limit:
         # Too many to list: keep the newest `limit` and say that earlier ones went unrecorded.
-        due = _newest(trigger, next_run_at - _JUST_BEFORE, now, limit)
+        due = _newest(trigger, next_run_at, now, limit)
         unlisted = f"; earlier missed occurrences since {next_run_at.isoformat()} are not listed"
         following = trigger.next_instance_after(now)
     next_at = following.at if following is not None else None
@@ -69,13 +67,13 @@ def _decide(due: list[Instance], trigger: Trigger, job: Job, now: datetime) -> l
     return [Planned(instance, "skipped", superseded) for instance in due[:-1]] + [Planned(newest)]
 
 
-def _newest(trigger: Trigger, after: datetime, now: datetime, limit: int) -> list[Instance]:
-    """The newest ``limit`` instances in (after, now], found by widening a window back from now."""
+def _newest(trigger: Trigger, first: datetime, now: datetime, limit: int) -> list[Instance]:
+    """The newest ``limit`` instances in [first, now], found by widening a window back from now."""
     window = timedelta(minutes=1)
     while True:
-        start = max(after, now - window)
-        found = list(trigger.instances_between(start, now))
-        if len(found) >= limit or start == after:
+        start = max(first, now - window)
+        found = list(trigger.instances_within(start, now))
+        if len(found) >= limit or start == first:
             return found[-limit:]
         window *= 4
 

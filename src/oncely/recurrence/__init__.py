@@ -17,7 +17,14 @@ from oncely.recurrence.rfc5545 import Rule, parse_rrule, validate_rrule
 from oncely.recurrence.rule_trigger import DEFAULT_MAX_SPAN, RRule
 from oncely.recurrence.spec import trigger_from_spec
 from oncely.recurrence.trigger import SPEC_VERSION, Trigger
-from oncely.recurrence.wallclock import DstFold, DstGap, Instance, Zone, describe_dst
+from oncely.recurrence.wallclock import (
+    DstFold,
+    DstGap,
+    Instance,
+    Zone,
+    as_utc,
+    describe_dst,
+)
 
 __all__ = [
     "DEFAULT_MAX_SPAN",
@@ -33,6 +40,7 @@ __all__ = [
     "Rule",
     "Trigger",
     "Zone",
+    "as_utc",
     "at",
     "cron",
     "describe_dst",

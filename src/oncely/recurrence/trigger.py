@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from oncely.recurrence.wallclock import Instance, as_utc
+
+# datetime's resolution: "after t minus this" is "at or after t".
+_RESOLUTION = timedelta(microseconds=1)
 
 SPEC_VERSION = 1
 """The format of `Trigger.to_spec`; `trigger_from_spec` refuses any other."""
@@ -46,6 +49,10 @@ class Trigger(ABC):
         """Yield the instances strictly after ``t``, strictly increasing, until the series ends."""
         return self._bounded(as_utc(t))
 
+    def instances_from(self, t: datetime) -> Iterator[Instance]:
+        """Yield the instances at or after ``t`` (one firing exactly at ``t`` included)."""
+        return self._bounded(as_utc(t) - _RESOLUTION)
+
     def next_instance_after(self, t: datetime) -> Instance | None:
         """Return the first instance strictly after ``t``, or None when the series has ended."""
         return next(self._bounded(as_utc(t)), None)
@@ -68,6 +75,10 @@ class Trigger(ABC):
             if instance.at > end:
                 return
             yield instance
+
+    def instances_within(self, a: datetime, b: datetime) -> Iterator[Instance]:
+        """Yield the instances in [a, b]: from ``a`` included, up to and including ``b``."""
+        return self.instances_between(as_utc(a, "a") - _RESOLUTION, b)
 
     def between(self, a: datetime, b: datetime) -> Iterator[datetime]:
         """Yield the firing instants in (a, b] (UTC), the same ones `next_after` chains through."""

@@ -23,7 +23,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Literal, get_args
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from oncely.errors import InvalidSchedule
+from oncely.errors import InvalidSchedule, NaiveDatetime
 
 DstGap = Literal["shift", "skip"]
 DstFold = Literal["first", "both"]
@@ -82,9 +82,11 @@ def check_policies(dst_gap: str, dst_fold: str) -> None:
 
 
 def as_utc(t: datetime, name: str = "t") -> datetime:
-    """Return aware ``t`` in UTC; a naive datetime is refused, never guessed at."""
+    """Return aware ``t`` in UTC; a naive one is refused (`NaiveDatetime`), never guessed at."""
+    if not isinstance(t, datetime):
+        raise InvalidSchedule(f"{name}={t!r} is not a datetime")
     if t.tzinfo is None or t.utcoffset() is None:
-        raise InvalidSchedule(
+        raise NaiveDatetime(
             f"{name}={t.isoformat()} has no time zone",
             hint="pass an aware datetime, e.g. datetime(2026, 1, 1, tzinfo=UTC)",
         )

@@ -29,7 +29,13 @@ from oncely.recurrence import Trigger
 from oncely.store import claiming, records
 from oncely.store.interface import Store
 from oncely.store.queries import migrations, queries
-from oncely.store.records import known, occurrence_params, schedule_params, tenant_column
+from oncely.store.records import (
+    known,
+    occurrence_params,
+    schedule_params,
+    tenant_column,
+    unknown_schedule,
+)
 
 _CONNECT_TIMEOUT_S = 10
 _POOL_MAX = 8
@@ -225,8 +231,7 @@ class PostgresStore(Store):
                 self._sql["schedule_id"], {"tenant": stored_tenant, "key": key}
             ).fetchone()
             if found is None:
-                known(None, tenant, key)
-                return 0
+                raise unknown_schedule(tenant, key)
             schedule_id = found["id"]
             rows = [occurrence_params(schedule_id, stored_tenant, p, now) for p in planned]
             added = 0
@@ -283,9 +288,7 @@ class PostgresStore(Store):
         until = now + lease
         with self._connect() as connection:
             connection.execute(self._sql["prefer_ordered_scans"])
-            claims = self._claim_locked(
-                connection, owner, until, limit, now, reclaim, serial_jobs, serial
-            )
+            claims = self._claim_locked(connection, owner, until, limit, now, reclaim, serial_jobs)
             if free and len(claims) < limit:
                 params = {
                     "jobs": free,
@@ -310,7 +313,6 @@ class PostgresStore(Store):
         now: datetime,
         reclaim: Collection[str],
         serial_jobs: Collection[str],
-        serial: Collection[str],
     ) -> list[Claim]:
         """Claim expired leases to rerun and occurrences of serial jobs, schedules locked."""
         candidates = [
@@ -322,14 +324,14 @@ class PostgresStore(Store):
         schedule_ids = sorted({c.schedule_id for c in candidates})
         connection.execute(self._sql["lock_schedules"], {"ids": schedule_ids}).fetchall()
         busy: set[int] = set()
-        if any(c.job in serial for c in candidates):
+        if any(c.job in serial_jobs for c in candidates):
             busy = {
                 row["schedule_id"]
                 for row in connection.execute(
                     self._sql["busy_schedules"], {"ids": schedule_ids, "now": now}
                 )
             }
-        admitted = claiming.admit(candidates, serial, busy, limit)
+        admitted = claiming.admit(candidates, serial_jobs, busy, limit)
         if not admitted:
             return []
         fences = [

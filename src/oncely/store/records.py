@@ -136,9 +136,14 @@ def _utc(value: datetime | None) -> datetime | None:
 def known(found: Schedule | None, tenant: str | None, key: str) -> Schedule:
     """``found``, or `UnknownSchedule` naming the key (and tenant) that matched nothing."""
     if found is None:
-        where = f" in tenant {tenant!r}" if tenant is not None else ""
-        raise UnknownSchedule(f"no schedule has key {key!r}{where}; app.schedules() lists them")
+        raise unknown_schedule(tenant, key)
     return found
+
+
+def unknown_schedule(tenant: str | None, key: str) -> UnknownSchedule:
+    """The error for key ``key`` (in ``tenant``) matching no schedule."""
+    where = f" in tenant {tenant!r}" if tenant is not None else ""
+    return UnknownSchedule(f"no schedule has key {key!r}{where}; app.schedules() lists them")
 
 
 def occurrence_params(

@@ -28,7 +28,13 @@ from oncely.recurrence import Trigger
 from oncely.store import claiming, records
 from oncely.store.interface import Store
 from oncely.store.queries import migrations, queries
-from oncely.store.records import known, occurrence_params, schedule_params, tenant_column
+from oncely.store.records import (
+    known,
+    occurrence_params,
+    schedule_params,
+    tenant_column,
+    unknown_schedule,
+)
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _BUSY_TIMEOUT_S = 30.0
@@ -315,7 +321,7 @@ class SqliteStore(Store):
                 self._sql["schedule_id"], {"tenant": stored_tenant, "key": key}
             ).fetchone()
             if found is None:
-                known(None, tenant, key)
+                raise unknown_schedule(tenant, key)
             schedule_id = found[0]
             rows = [_bind(occurrence_params(schedule_id, stored_tenant, p, now)) for p in planned]
             if not rows:
@@ -364,11 +370,11 @@ class SqliteStore(Store):
     ) -> list[Claim]:
         if limit <= 0 or not jobs:
             return []
-        free = set(jobs) - set(serial)
+        serial_jobs = set(jobs) & set(serial)
         with self._write() as connection:
             candidates = [
                 *self._candidates(connection, "claim_expired", reclaim, now, limit, True),
-                *self._candidates(connection, "claim_ready", set(jobs) - free, now, limit, False),
+                *self._candidates(connection, "claim_ready", serial_jobs, now, limit, False),
             ]
             busy: set[int] = set()
             if any(c.job in serial for c in candidates):
@@ -381,14 +387,10 @@ class SqliteStore(Store):
                 }
             admitted = claiming.admit(candidates, serial, busy, limit)
             if len(admitted) < limit:
-                taken = {c.occurrence_id for c in admitted}
-                admitted += [
-                    c
-                    for c in self._candidates(
-                        connection, "claim_free", free, now, limit - len(admitted), False
-                    )
-                    if c.occurrence_id not in taken
-                ]
+                free = set(jobs) - serial_jobs
+                admitted += self._candidates(
+                    connection, "claim_free", free, now, limit - len(admitted), False
+                )
             if not admitted:
                 return []
             (last,) = connection.execute(
@@ -434,14 +436,19 @@ class SqliteStore(Store):
         if not jobs:
             return []
         params = {"now": to_micros(now), "jobs": json.dumps(sorted(jobs))}
-        with self._write() as connection:
+        with self._connect() as connection:
             cursor = connection.execute(self._sql["expired_of_jobs"], params)
             found = [_values(cursor, row) for row in cursor.fetchall()]
-            connection.executemany(
-                self._sql["abandon"],
-                [_bind({"id": v["id"], "now": now, "reason": reason}) for v in found],
-            )
-        return [records.abandoned(v) for v in found]
+        if not found:
+            return []  # the usual case: no write lock taken on every tick for nothing
+        abandoned = []
+        with self._write() as connection:
+            for values in found:
+                # Conditional on status 'running': another process may have abandoned it since.
+                change = _bind({"id": values["id"], "now": now, "reason": reason})
+                if connection.execute(self._sql["abandon"], change).rowcount:
+                    abandoned.append(records.abandoned(values))
+        return abandoned
 
     def extend(self, claim: Claim, until: datetime) -> bool:
         params = _bind({"id": claim.occurrence_id, "fence": claim.fence, "until": until})
