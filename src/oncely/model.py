@@ -136,3 +136,44 @@ class Failure:
     final: bool
     consecutive_failures: int = 0
     paused: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A named lease, held by ``owner`` until ``expires_at``.
+
+    ``token`` is strictly greater than the token of every earlier acquisition of the same name, so
+    a write carrying it can be told apart from one by an earlier holder whose lease ran out.
+    """
+
+    name: str
+    owner: str
+    token: int
+    expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Sweep:
+    """One housekeeping pass by ``worker``: how many occurrences it pruned, reclaimed from lost
+    workers and abandoned, and the error that stopped it (None when it finished its work)."""
+
+    worker: str
+    started_at: datetime
+    finished_at: datetime
+    pruned: int
+    reclaimed: int
+    abandoned: int
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Reclaimed:
+    """A running occurrence whose worker was lost (its lease expired), given back to run again
+    (``retrying``) or, when that was its last attempt, recorded as ``failed``."""
+
+    key: str
+    tenant: str | None
+    scheduled_for: datetime
+    owner: str | None
+    attempts: int
+    status: Literal["retrying", "failed"]

@@ -5,12 +5,18 @@ CREATE SEQUENCE public.oncely_fences
     NO MAXVALUE
     CACHE 1;
 
+CREATE SEQUENCE public.oncely_lease_tokens
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
 CREATE TABLE public.oncely_leases (
     name text NOT NULL,
     owner text NOT NULL,
     expires_at timestamp with time zone NOT NULL,
-    fence bigint NOT NULL,
-    acquired_at timestamp with time zone NOT NULL
+    token bigint NOT NULL
 );
 
 CREATE TABLE public.oncely_migrations (
@@ -85,6 +91,26 @@ ALTER TABLE public.oncely_schedules ALTER COLUMN id ADD GENERATED ALWAYS AS IDEN
     CACHE 1
 );
 
+CREATE TABLE public.oncely_sweeps (
+    id bigint NOT NULL,
+    worker text NOT NULL,
+    started_at timestamp with time zone NOT NULL,
+    finished_at timestamp with time zone NOT NULL,
+    pruned integer NOT NULL,
+    reclaimed integer NOT NULL,
+    abandoned integer NOT NULL,
+    error text
+);
+
+ALTER TABLE public.oncely_sweeps ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.oncely_sweeps_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
 ALTER TABLE ONLY public.oncely_leases
     ADD CONSTRAINT oncely_leases_pkey PRIMARY KEY (name);
 
@@ -103,6 +129,9 @@ ALTER TABLE ONLY public.oncely_schedules
 ALTER TABLE ONLY public.oncely_schedules
     ADD CONSTRAINT oncely_schedules_tenant_key_key UNIQUE (tenant, key);
 
+ALTER TABLE ONLY public.oncely_sweeps
+    ADD CONSTRAINT oncely_sweeps_pkey PRIMARY KEY (id);
+
 CREATE INDEX oncely_occurrences_claimable ON public.oncely_occurrences USING btree (run_after, id) WHERE (status = ANY (ARRAY['pending'::text, 'retrying'::text]));
 
 CREATE INDEX oncely_occurrences_history ON public.oncely_occurrences USING btree (tenant, scheduled_for);
@@ -112,6 +141,8 @@ CREATE INDEX oncely_occurrences_in_progress ON public.oncely_occurrences USING b
 CREATE INDEX oncely_occurrences_leased ON public.oncely_occurrences USING btree (lease_expires_at) WHERE (status = 'running'::text);
 
 CREATE INDEX oncely_schedules_due ON public.oncely_schedules USING btree (next_run_at) WHERE ((status = 'active'::text) AND (NOT paused) AND (next_run_at IS NOT NULL));
+
+CREATE INDEX oncely_sweeps_finished ON public.oncely_sweeps USING btree (finished_at, id);
 
 ALTER TABLE ONLY public.oncely_occurrences
     ADD CONSTRAINT oncely_occurrences_schedule_id_fkey FOREIGN KEY (schedule_id) REFERENCES public.oncely_schedules(id);

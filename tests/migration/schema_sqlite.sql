@@ -17,8 +17,17 @@ CREATE INDEX oncely_occurrences_leased ON oncely_occurrences (lease_expires_at)
 CREATE INDEX oncely_schedules_due ON oncely_schedules (next_run_at)
     WHERE status = 'active' AND paused = 0 AND next_run_at IS NOT NULL;
 
+-- index oncely_sweeps_finished
+CREATE INDEX oncely_sweeps_finished ON oncely_sweeps (finished_at, id);
+
 -- table oncely_fences
 CREATE TABLE oncely_fences (
+    id    integer PRIMARY KEY CHECK (id = 1),
+    value integer NOT NULL
+) STRICT;
+
+-- table oncely_lease_tokens
+CREATE TABLE oncely_lease_tokens (
     id    integer PRIMARY KEY CHECK (id = 1),
     value integer NOT NULL
 ) STRICT;
@@ -28,9 +37,7 @@ CREATE TABLE oncely_leases (
     name        text        PRIMARY KEY,
     owner       text        NOT NULL,
     expires_at  integer     NOT NULL,
-    fence       integer     NOT NULL,
-    acquired_at integer     NOT NULL
-) STRICT;
+    token       integer     NOT NULL) STRICT;
 
 -- table oncely_migrations
 CREATE TABLE oncely_migrations (
@@ -88,5 +95,17 @@ CREATE TABLE oncely_schedules (
     created_at           integer     NOT NULL,
     updated_at           integer     NOT NULL,
     UNIQUE (tenant, key)
+) STRICT;
+
+-- table oncely_sweeps
+CREATE TABLE oncely_sweeps (
+    id          INTEGER PRIMARY KEY,
+    worker      text    NOT NULL,
+    started_at  integer NOT NULL,
+    finished_at integer NOT NULL,
+    pruned      integer NOT NULL,
+    reclaimed   integer NOT NULL,
+    abandoned   integer NOT NULL,
+    error       text
 ) STRICT;
 

@@ -3,6 +3,10 @@
 Both failures these guard against were seen in bench/engine.py: SQLite, with statistics showing
 many schedules and few occurrences, scanned every schedule on every tick; PostgreSQL, right after a
 burst (statistics still saying "nearly empty"), read and sorted the whole backlog on every claim.
+
+Housekeeping has no index on the occurrences (one would cost every claim and booking): pruning
+reads them until it has its batch, never sorts, and deletes by primary key; the sweeps' one index
+serves their listing and their pruning.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from oncely.store import open_store
 from oncely.store.queries import queries
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
-CLAIMS = ("claim_expired", "claim_ready", "claim_free", "expired_of_jobs")
+CLAIMS = ("claim_expired", "claim_ready", "claim_free", "expired_of_jobs", "reclaimable")
 SPEC = json.dumps(every(hours=1).to_spec(), sort_keys=True)
 
 
@@ -72,4 +76,81 @@ def test_postgres_claims_read_the_claimable_index_in_order(postgres_url: str) ->
             )
             assert "Index Scan using oncely_occurrences_claimable" in plan, (name, plan)
             assert "Sort" not in plan, (name, plan)
+        connection.rollback()
+
+
+def test_sqlite_housekeeping_reads_what_it_needs(sqlite_url: str) -> None:
+    store = open_store(sqlite_url)
+    store.migrate(NOW)
+    store.close()
+    path = sqlite_url[len("sqlite:///") :]
+    sql = queries("sqlite")
+    with sqlite3.connect(path) as connection:
+        connection.executemany(
+            "INSERT INTO oncely_schedules (tenant, key, job, origin, trigger_kind, trigger_spec,"
+            " next_run_at, created_at, updated_at) VALUES ('', ?, 'j', 'api', 'every', ?, 1, 0, 0)",
+            [(f"k{n}", SPEC) for n in range(2000)],
+        )
+        connection.execute(
+            "INSERT INTO oncely_occurrences (schedule_id, scheduled_for, status, run_after,"
+            " finished_at, created_at) SELECT id, 5, 'succeeded', 5, 6, 0 FROM oncely_schedules"
+        )
+        connection.executemany(
+            "INSERT INTO oncely_sweeps (worker, started_at, finished_at, pruned, reclaimed,"
+            " abandoned) VALUES ('w', ?, ?, 0, 0, 0)",
+            [(n, n) for n in range(5000)],
+        )
+        connection.execute("ANALYZE")
+        params = {"before": 10, "limit": 100}
+
+        def plan(name: str) -> list[str]:
+            return [row[3] for row in connection.execute(f"EXPLAIN QUERY PLAN {sql[name]}", params)]
+
+        pruning = plan("prune_occurrences")
+        assert "SEARCH oncely_occurrences USING INTEGER PRIMARY KEY (rowid=?)" in pruning, pruning
+        assert not any("TEMP B-TREE" in step for step in pruning), pruning
+        assert plan("prune_sweeps") == [
+            "SEARCH oncely_sweeps USING INDEX oncely_sweeps_finished (finished_at<?)"
+        ]
+        assert plan("select_sweeps") == ["SCAN oncely_sweeps USING INDEX oncely_sweeps_finished"]
+    connection.close()
+
+
+def test_postgres_housekeeping_reads_what_it_needs(postgres_url: str) -> None:
+    sql = queries("postgres")
+    with psycopg.connect(postgres_url) as connection:
+        connection.execute(
+            "INSERT INTO oncely_schedules (key, job, origin, trigger_kind, trigger_spec,"
+            " created_at, updated_at) SELECT 'k' || g, 'j', 'api', 'every', %s::jsonb, now(),"
+            " now() FROM generate_series(1, 3000) g",
+            (SPEC,),
+        )
+        connection.execute(
+            "INSERT INTO oncely_occurrences (schedule_id, scheduled_for, status, run_after,"
+            " finished_at, created_at) SELECT id, now(), 'succeeded', now(), now(), now()"
+            " FROM oncely_schedules"
+        )
+        connection.execute(
+            "INSERT INTO oncely_sweeps (worker, started_at, finished_at, pruned, reclaimed,"
+            " abandoned) SELECT 'w', now(), now() - g * interval '1 min', 0, 0, 0"
+            " FROM generate_series(1, 5000) g"
+        )
+        connection.execute("ANALYZE")
+
+        def plan(name: str, before: datetime) -> str:
+            params = {"before": before, "limit": 500}
+            rows = connection.execute(f"EXPLAIN {sql[name]}", params)
+            return "\n".join(str(row[0]) for row in rows)
+
+        # a batch of a sixth of the table: still no second pass over it, and no sort
+        pruning = plan("prune_occurrences", NOW + timedelta(days=3650))
+        assert "Index Scan using oncely_occurrences_pkey" in pruning, pruning
+        assert "Limit" in pruning, pruning
+        assert "Sort" not in pruning, pruning
+        assert "Hash" not in pruning, pruning
+        sweeps = plan("prune_sweeps", NOW - timedelta(days=3650))
+        assert "oncely_sweeps_finished" in sweeps, sweeps
+        listing = plan("select_sweeps", NOW)
+        assert "Index Scan Backward using oncely_sweeps_finished" in listing, listing
+        assert "Sort" not in listing, listing
         connection.rollback()

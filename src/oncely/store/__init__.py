@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from oncely.store.interface import Store
+from oncely.store.interface import Store, Watch
 from oncely.store.postgres import PostgresStore
 from oncely.store.sqlite import SqliteStore
 from oncely.store.url import DEFAULT_URL, StoreUrl
 
-__all__ = ["DEFAULT_URL", "PostgresStore", "SqliteStore", "Store", "StoreUrl", "open_store"]
+__all__ = [
+    "DEFAULT_URL",
+    "PostgresStore",
+    "SqliteStore",
+    "Store",
+    "StoreUrl",
+    "Watch",
+    "open_store",
+]
 
 
 def open_store(url: str) -> Store:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from typing import Any
@@ -12,14 +12,30 @@ from oncely.model import (
     Abandoned,
     Claim,
     Failure,
+    Lease,
     Occurrence,
     OccurrenceStatus,
     Overlap,
     Planned,
+    Reclaimed,
     Schedule,
     ScheduleOrigin,
+    Sweep,
 )
 from oncely.recurrence import Trigger
+
+
+class Watch(ABC):
+    """A subscription to the store's change notices, started by `Store.watch`."""
+
+    @property
+    @abstractmethod
+    def alive(self) -> bool:
+        """True while notices can arrive; False once closed, or once its connection failed."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Stop watching within a second; ``on_change`` is not called again. Safe to repeat."""
 
 
 class Store(ABC):
@@ -259,6 +275,123 @@ class Store(ABC):
         [``since``, ``until``), ``status``. Removed schedules' occurrences are included: they are
         the record of what happened.
         """
+
+    @abstractmethod
+    def acquire_lease(self, name: str, owner: str, ttl: timedelta, now: datetime) -> Lease | None:
+        """Take lease ``name`` for ``owner`` until ``now + ttl``; None while another holds it.
+
+        Taken when nobody holds it or the holder's ``expires_at <= now``. Only expiry decides,
+        never owner equality: an owner asking again for a lease it holds gets None (two threads of
+        one process share an owner name). Each acquisition takes a token greater than every
+        earlier one of that name. Of any number of callers racing, in any processes, at most one
+        gets it (``INSERT ... ON CONFLICT DO UPDATE ... WHERE`` on PostgreSQL, the write lock on
+        SQLite). Raises `StoreUnavailable`.
+        """
+
+    @abstractmethod
+    def renew_lease(self, lease: Lease, until: datetime) -> Lease | None:
+        """Move ``lease``'s expiry to ``until`` and return it so; None when its token is no longer
+        the name's current one (it ran out and was taken, or was released).
+
+        A lease that ran out but that nobody took since is renewed: its token is still current,
+        so nobody held the name in between.
+        """
+
+    @abstractmethod
+    def release_lease(self, lease: Lease) -> bool:
+        """Give ``lease`` up, so that the next `acquire_lease` of its name succeeds at once.
+
+        Only with the name's current token: False, and nothing changed, when ``lease`` is stale,
+        so an earlier holder's release never frees a newer holder's lease.
+        """
+
+    @abstractmethod
+    def record_sweep(self, sweep: Sweep) -> None:
+        """Record one housekeeping pass. Raises `StoreUnavailable`."""
+
+    @abstractmethod
+    def sweeps(self, limit: int = 20) -> list[Sweep]:
+        """Return the recorded sweeps, newest ``finished_at`` first (then latest recorded), at
+        most ``limit``."""
+
+    @abstractmethod
+    def prune(self, before: datetime, limit: int) -> int:
+        """Delete up to ``limit`` finished occurrences, and the sweeps, that finished before
+        ``before``; return how many occurrences went (the caller repeats while it gets ``limit``).
+
+        Qualify: occurrences in a final status (succeeded, failed, skipped, abandoned, invalid)
+        with ``finished_at < before``. NULL arm: one that never ran (skipped, invalid) has no
+        ``finished_at``, and its ``scheduled_for`` stands in. Pending, running and retrying
+        occurrences are never deleted, whatever their age; schedules never are (a removed one
+        keeps its row). Every sweep with ``finished_at < before`` goes. No index serves this: a
+        call reads the occurrences until it has ``limit`` of them (no sort), once through at
+        worst, on the housekeeper's time; an index would cost every claim and booking.
+
+        Pruning leaves what the engine decides unchanged: the consecutive-failure count behind
+        ``pause_after`` is a counter on the schedule, not a count of history; overlap checks and
+        serial claims read only occurrences in progress; misfire reads the schedule's trigger and
+        next run; explain's upcoming and running come from the schedule and running rows (its
+        recent outcomes simply reach back less far). One thing does change: a pruned row was what
+        made its (schedule, time) happen once, so a backfill of a range before ``before``, or a
+        defer saved again with the same key and time, records those occurrences anew and they
+        run. Raises `StoreUnavailable`.
+        """
+
+    @abstractmethod
+    def reclaim_expired(self, now: datetime, retries: Mapping[str, int]) -> list[Reclaimed]:
+        """Give back the occurrences of ``retries``' jobs whose worker was lost; return them.
+
+        ``retries`` maps a job name to its budget (attempts in all). Qualify: occurrences
+        ``running`` with ``lease_expires_at <= now`` (a NULL lease counts as expired) of the jobs
+        named. One with attempts left (``attempts < budget``) becomes ``retrying`` from ``now``,
+        with the error "worker <owner> was lost during attempt N (lease expired)"; otherwise it
+        is ``failed``, the error adding that this was the last of R attempts, and its schedule's
+        consecutive-failure count goes up (``pause_after`` itself is the engine's to apply). One
+        of a removed schedule is ``failed``: nothing would run it again. Either way the lease is
+        cleared and ``finished_at`` is ``now``.
+
+        Each change is conditional on the row being still ``running`` with the fence read and
+        its lease expired: of this and a `claim_due` reclaiming the same row at the same moment,
+        exactly one wins. At_most_once jobs are not for this: see `abandon_expired`. Raises
+        `StoreUnavailable`.
+        """
+
+    @abstractmethod
+    def release(self, claims: Sequence[Claim], now: datetime) -> int:
+        """Give back ``claims`` whose attempts never started (a worker stopping); return how
+        many were given back.
+
+        Only rows still ``running`` with the claim's fence: one already booked, or whose lease
+        was taken over, is left alone. The attempt is undone: attempts goes down by one, status
+        back to ``pending`` (no attempt made before) or ``retrying``, lease cleared, ``run_after``
+        at most ``now``. ``started_at``, ``finished_at`` and ``worker`` become NULL, as on an
+        occurrence never claimed: the claim overwrote the previous attempt's, so a released
+        ``retrying`` one shows none (its error stays). The next claim, by any worker, takes them
+        at once with the same attempt number. Raises `StoreUnavailable`.
+        """
+
+    @abstractmethod
+    def watch(self, on_change: Callable[[], None]) -> Watch | None:
+        """Call ``on_change()`` whenever something may have come due sooner; None on SQLite.
+
+        PostgreSQL: every operation that makes something due sooner (`save_schedule`,
+        `add_occurrences`, `set_paused` resuming, `release`, `reclaim_expired` retrying) commits
+        a NOTIFY on channel ``oncely`` in its own transaction; claims and bookings never do. The
+        watch LISTENs on a connection of its own (not the pool's), from a daemon thread blocked in
+        psycopg's ``notifies()``, never on a timer, and calls ``on_change()`` from that thread,
+        once per notice; an exception from it is logged and the watch goes on. When the
+        connection fails the watch logs one WARNING (logger ``oncely``), stops being alive,
+        calls ``on_change()`` once (notices may have been missed) and ends: starting another is
+        the caller's decision. SQLite has no channel between processes, so there the caller's
+        own wait for `next_due_at` is all there is. Raises `StoreUnavailable` when the
+        connection cannot be opened.
+        """
+
+    @abstractmethod
+    def reserve(self, users: int) -> None:
+        """Make room for ``users`` threads using the store at once (a worker's handlers, its
+        loop and heartbeats); never shrinks. Without it, transactional handlers holding every
+        pooled connection starved the worker's own loop until the pool timed out."""
 
     @abstractmethod
     def close(self) -> None:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import select
 import threading
-from collections.abc import Collection, Iterator, Mapping, Sequence
+import weakref
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
+from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
@@ -18,16 +21,20 @@ from oncely.model import (
     Abandoned,
     Claim,
     Failure,
+    Lease,
     Occurrence,
     OccurrenceStatus,
     Overlap,
     Planned,
+    Reclaimed,
     Schedule,
     ScheduleOrigin,
+    Sweep,
 )
 from oncely.recurrence import Trigger
-from oncely.store import claiming, records
-from oncely.store.interface import Store
+from oncely.store import claiming, housekeeping, records
+from oncely.store.interface import Store, Watch
+from oncely.store.listener import Listener
 from oncely.store.queries import migrations, queries
 from oncely.store.records import (
     known,
@@ -37,8 +44,17 @@ from oncely.store.records import (
     unknown_schedule,
 )
 
-_CONNECT_TIMEOUT_S = 10
-_POOL_MAX = 8
+# How long a call waits for a connection, and a connection attempt for the server, before the
+# store says it is unavailable: the worker must hear of an outage in seconds, not hang in it.
+_TIMEOUT_S = 5
+# The change watch's connection idles between notices; keepalives notice a server that vanished
+# without closing it (a cut network), which would otherwise leave the watch waiting forever.
+_KEEPALIVES = {
+    "keepalives": 1,
+    "keepalives_idle": 60,
+    "keepalives_interval": 10,
+    "keepalives_count": 3,
+}
 
 Connection = psycopg.Connection[dict[str, Any]]
 
@@ -46,14 +62,18 @@ Connection = psycopg.Connection[dict[str, Any]]
 class PostgresStore(Store):
     """A store in one PostgreSQL database; any number of workers on any machines may share it.
 
-    Connections come from a pool opened on first use, in the process that uses it: a pool
-    inherited across ``fork`` (gunicorn's preload) would share sockets between processes.
+    Connections come from a pool of at most ``max_size``, opened on first use, in the process
+    that uses it: a pool inherited across ``fork`` (gunicorn's preload) would share sockets
+    between processes. Through an outage (a server restart, cut connections) a call fails within
+    about 5 s with `StoreUnavailable`, and once the server is back the next call succeeds on the
+    same store: connections the server closed are never handed out.
     """
 
     dialect = "postgres"
 
-    def __init__(self, conninfo: str) -> None:
+    def __init__(self, conninfo: str, max_size: int = 8) -> None:
         self.conninfo = conninfo
+        self.max_size = max_size
         self._sql = queries("postgres")
         self._pool: ConnectionPool[Connection] | None = None
         self._pool_pid = 0
@@ -62,18 +82,33 @@ class PostgresStore(Store):
     def _opened_pool(self) -> ConnectionPool[Connection]:
         with self._pool_lock:
             if self._pool is None or self._pool_pid != os.getpid():
+                check = _IdleCheck()
                 self._pool = ConnectionPool(
                     self.conninfo,
                     min_size=1,
-                    max_size=_POOL_MAX,
+                    max_size=self.max_size,
                     open=False,
-                    timeout=_CONNECT_TIMEOUT_S,
-                    kwargs={"connect_timeout": _CONNECT_TIMEOUT_S, "row_factory": dict_row},
+                    timeout=_TIMEOUT_S,
+                    # The pool retries a failed connection attempt with a backoff that grows to
+                    # minutes; a call made once the server is back waited out that backoff and
+                    # failed. Giving up after one call's wait lets the next call try at once.
+                    reconnect_timeout=_TIMEOUT_S,
+                    check=check,
+                    kwargs={"connect_timeout": _TIMEOUT_S, "row_factory": dict_row},
                     name="oncely",
                 )
+                check.pool = weakref.ref(self._pool)
                 self._pool.open(wait=False)
                 self._pool_pid = os.getpid()
             return self._pool
+
+    def reserve(self, users: int) -> None:
+        with self._pool_lock:
+            if users <= self.max_size:
+                return
+            self.max_size = users
+            if self._pool is not None and self._pool_pid == os.getpid():
+                self._pool.resize(min_size=self._pool.min_size, max_size=users)
 
     @contextmanager
     def _connect(self) -> Iterator[Connection]:
@@ -148,6 +183,7 @@ class PostgresStore(Store):
             rows = [occurrence_params(schedule_id, params["tenant"], p, now) for p in occurrences]
             if rows:
                 connection.cursor().executemany(self._sql["insert_occurrence"], rows)
+            connection.execute(self._sql["notify_change"])
         return records.schedule(values)
 
     def get_schedule(self, tenant: str | None, key: str) -> Schedule:
@@ -169,7 +205,11 @@ class PostgresStore(Store):
 
     def set_paused(self, tenant: str | None, key: str, paused: bool, now: datetime) -> Schedule:
         params = {"tenant": tenant_column(tenant), "key": key, "paused": paused, "now": now}
-        return known(self._one("set_paused", params), tenant, key)
+        with self._connect() as connection:
+            row = connection.execute(self._sql["set_paused"], params).fetchone()
+            if row is not None and not paused:
+                connection.execute(self._sql["notify_change"])
+        return known(None if row is None else records.schedule(row), tenant, key)
 
     def remove_schedule(self, tenant: str | None, key: str, now: datetime) -> Schedule:
         params = {"tenant": tenant_column(tenant), "key": key, "now": now}
@@ -246,6 +286,8 @@ class PostgresStore(Store):
                     ]
                     cursor.executemany(self._sql["rearm_skipped"], rearm)
                     added += cursor.rowcount
+            if added > 0:
+                connection.execute(self._sql["notify_change"])
         return max(added, 0)
 
     def due_schedules(self, now: datetime, jobs: Collection[str], limit: int) -> list[Schedule]:
@@ -485,8 +527,116 @@ class PostgresStore(Store):
             row = connection.execute(self._sql[name], params).fetchone()
         return None if row is None else records.schedule(row)
 
+    def acquire_lease(self, name: str, owner: str, ttl: timedelta, now: datetime) -> Lease | None:
+        params = {"name": name, "owner": owner, "until": now + ttl, "now": now}
+        with self._connect() as connection:
+            row = connection.execute(self._sql["acquire_lease"], params).fetchone()
+        return None if row is None else housekeeping.lease(row)
+
+    def renew_lease(self, lease: Lease, until: datetime) -> Lease | None:
+        params = {**housekeeping.lease_params(lease), "until": until}
+        with self._connect() as connection:
+            row = connection.execute(self._sql["renew_lease"], params).fetchone()
+        return None if row is None else housekeeping.lease(row)
+
+    def release_lease(self, lease: Lease) -> bool:
+        params = housekeeping.lease_params(lease)
+        with self._connect() as connection:
+            return connection.execute(self._sql["release_lease"], params).fetchone() is not None
+
+    def record_sweep(self, sweep: Sweep) -> None:
+        with self._connect() as connection:
+            connection.execute(self._sql["insert_sweep"], housekeeping.sweep_params(sweep))
+
+    def sweeps(self, limit: int = 20) -> list[Sweep]:
+        with self._connect() as connection:
+            rows = connection.execute(self._sql["select_sweeps"], {"limit": limit}).fetchall()
+        return [housekeeping.sweep(row) for row in rows]
+
+    def prune(self, before: datetime, limit: int) -> int:
+        with self._connect() as connection:
+            pruned = connection.execute(
+                self._sql["prune_occurrences"], {"before": before, "limit": limit}
+            ).rowcount
+            connection.execute(self._sql["prune_sweeps"], {"before": before})
+        return max(pruned, 0)
+
+    def reclaim_expired(self, now: datetime, retries: Mapping[str, int]) -> list[Reclaimed]:
+        if not retries:
+            return []
+        done: list[Reclaimed] = []
+        params = {"now": now, "jobs": sorted(retries)}
+        with self._connect() as connection:
+            for row in connection.execute(self._sql["reclaimable"], params).fetchall():
+                decided = housekeeping.reclaim(row, retries[row["job"]], now)
+                changed = connection.execute(self._sql["reclaim"], decided.params).fetchone()
+                if changed is None:
+                    continue
+                if decided.report.status == "failed":
+                    count = {"schedule_id": changed["schedule_id"], "pause_after": None, "now": now}
+                    connection.execute(self._sql["count_failure"], count)
+                done.append(decided.report)
+            if any(r.status == "retrying" for r in done):
+                connection.execute(self._sql["notify_change"])
+        return done
+
+    def release(self, claims: Sequence[Claim], now: datetime) -> int:
+        if not claims:
+            return 0
+        params = {
+            "ids": [c.occurrence_id for c in claims],
+            "fences": [c.fence for c in claims],
+            "now": now,
+        }
+        with self._connect() as connection:
+            released = len(connection.execute(self._sql["release_claims"], params).fetchall())
+            if released:
+                connection.execute(self._sql["notify_change"])
+        return released
+
+    def watch(self, on_change: Callable[[], None]) -> Watch | None:
+        try:
+            conninfo = make_conninfo(self.conninfo, connect_timeout=_TIMEOUT_S, **_KEEPALIVES)
+            connection = psycopg.connect(conninfo, autocommit=True)
+        except psycopg.Error as exc:
+            raise StoreUnavailable(f"cannot watch PostgreSQL for changes: {exc}") from exc
+        try:
+            connection.execute(self._sql["listen_changes"])
+        except psycopg.Error as exc:
+            connection.close()
+            raise StoreUnavailable(f"cannot watch PostgreSQL for changes: {exc}") from exc
+        return Listener(connection, on_change)
+
     def close(self) -> None:
         with self._pool_lock:
             pool, self._pool = self._pool, None
         if pool is not None and self._pool_pid == os.getpid():
             pool.close()
+
+
+class _IdleCheck:
+    """The pool's check before it hands a connection out: one poll of its socket, no round trip.
+
+    An idle connection has nothing to read unless the server closed it (a restart, a cut). Such a
+    connection is closed, and the pool drained, since every idle connection went to that same
+    server; raising makes the pool take another, or open a new one. It holds its pool weakly: a
+    store dropped without `close` must not stay alive, connected, through a reference cycle.
+    """
+
+    def __init__(self) -> None:
+        self.pool: weakref.ref[ConnectionPool[Connection]] | None = None
+
+    def __call__(self, connection: Connection) -> None:
+        if connection.closed or _readable(connection.fileno()):
+            connection.close()
+            pool = self.pool() if self.pool is not None else None
+            if pool is not None:
+                pool.drain()
+            raise StoreUnavailable("PostgreSQL closed an idle connection")
+
+
+def _readable(fd: int) -> bool:
+    """True when socket ``fd`` has something to read (or its peer hung up), without waiting."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))

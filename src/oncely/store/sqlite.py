@@ -7,7 +7,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -17,16 +17,19 @@ from oncely.model import (
     Abandoned,
     Claim,
     Failure,
+    Lease,
     Occurrence,
     OccurrenceStatus,
     Overlap,
     Planned,
+    Reclaimed,
     Schedule,
     ScheduleOrigin,
+    Sweep,
 )
 from oncely.recurrence import Trigger
-from oncely.store import claiming, records
-from oncely.store.interface import Store
+from oncely.store import claiming, housekeeping, records
+from oncely.store.interface import Store, Watch
 from oncely.store.queries import migrations, queries
 from oncely.store.records import (
     known,
@@ -54,7 +57,7 @@ def from_micros(value: int) -> datetime:
 _TIME_COLUMNS = frozenset(
     {
         "next_run_at", "created_at", "updated_at", "scheduled_for", "started_at", "finished_at",
-        "run_after", "lease_expires_at",
+        "run_after", "lease_expires_at", "expires_at",
     }
 )  # fmt: skip
 
@@ -560,6 +563,79 @@ class SqliteStore(Store):
         cursor = connection.execute(self._sql[name], _bind(params))
         row = cursor.fetchone()
         return None if row is None else _schedule(cursor, row)
+
+    def acquire_lease(self, name: str, owner: str, ttl: timedelta, now: datetime) -> Lease | None:
+        with self._write() as connection:
+            (token,) = connection.execute(self._sql["take_lease_token"]).fetchone()
+            params = {"name": name, "owner": owner, "until": now + ttl, "now": now, "token": token}
+            found = self._row(connection, "acquire_lease", params)
+        return None if found is None else housekeeping.lease(found)
+
+    def renew_lease(self, lease: Lease, until: datetime) -> Lease | None:
+        params = {**housekeeping.lease_params(lease), "until": until}
+        with self._write() as connection:
+            found = self._row(connection, "renew_lease", params)
+        return None if found is None else housekeeping.lease(found)
+
+    def release_lease(self, lease: Lease) -> bool:
+        params = _bind(housekeeping.lease_params(lease))
+        with self._write() as connection:
+            return connection.execute(self._sql["release_lease"], params).fetchone() is not None
+
+    def record_sweep(self, sweep: Sweep) -> None:
+        with self._write() as connection:
+            connection.execute(self._sql["insert_sweep"], _bind(housekeeping.sweep_params(sweep)))
+
+    def sweeps(self, limit: int = 20) -> list[Sweep]:
+        with self._connect() as connection:
+            cursor = connection.execute(self._sql["select_sweeps"], {"limit": limit})
+            return [housekeeping.sweep(_values(cursor, row)) for row in cursor.fetchall()]
+
+    def prune(self, before: datetime, limit: int) -> int:
+        params = {"before": to_micros(before), "limit": limit}
+        with self._write() as connection:
+            pruned = connection.execute(self._sql["prune_occurrences"], params).rowcount
+            connection.execute(self._sql["prune_sweeps"], {"before": params["before"]})
+        return max(pruned, 0)
+
+    def reclaim_expired(self, now: datetime, retries: Mapping[str, int]) -> list[Reclaimed]:
+        if not retries:
+            return []
+        params = {"now": to_micros(now), "jobs": json.dumps(sorted(retries))}
+        with self._connect() as connection:
+            cursor = connection.execute(self._sql["reclaimable"], params)
+            found = [_values(cursor, row) for row in cursor.fetchall()]
+        if not found:
+            return []  # the usual case: no write lock taken for nothing
+        done: list[Reclaimed] = []
+        with self._write() as connection:
+            for values in found:
+                # Conditional on what was read: a claim may have taken the row over since.
+                decided = housekeeping.reclaim(values, retries[values["job"]], now)
+                changed = connection.execute(self._sql["reclaim"], _bind(decided.params)).fetchone()
+                if changed is None:
+                    continue
+                if decided.report.status == "failed":
+                    count = {"schedule_id": changed[0], "pause_after": None, "now": params["now"]}
+                    connection.execute(self._sql["count_failure"], count).fetchone()
+                done.append(decided.report)
+        return done
+
+    def release(self, claims: Sequence[Claim], now: datetime) -> int:
+        if not claims:
+            return 0
+        pairs = json.dumps([[c.occurrence_id, c.fence] for c in claims])
+        with self._write() as connection:
+            rows = connection.execute(
+                self._sql["release_claims"], {"claims": pairs, "now": to_micros(now)}
+            ).fetchall()
+        return len(rows)
+
+    def watch(self, on_change: Callable[[], None]) -> Watch | None:
+        return None
+
+    def reserve(self, users: int) -> None:
+        """Nothing to do: each thread has its own connection."""
 
     def close(self) -> None:
         with self._opened_lock:

@@ -319,3 +319,106 @@ SET LOCAL enable_sort = off;
 SELECT key FROM oncely_schedules
 WHERE tenant = %(tenant)s AND origin = 'code' AND status <> 'removed'
 ORDER BY key;
+
+-- name: notify_change
+-- Committed with every change that makes something due sooner: a watching worker wakes early
+-- instead of sleeping to the due time it computed before the change. Never on claims and
+-- bookings. Notices of one transaction on one channel are delivered once.
+SELECT pg_notify('oncely', '');
+
+-- name: listen_changes
+LISTEN oncely;
+
+-- name: take_lease_token
+-- Not used on PostgreSQL, where acquire_lease takes its token from the sequence in the same
+-- statement; it exists so that both dialects keep one set of query names.
+SELECT nextval('oncely_lease_tokens') AS token;
+
+-- name: acquire_lease
+-- Takes the name when it is free or its holder's lease ran out (expires_at is NOT NULL: no NULL
+-- arm). Of two callers racing, the second waits on the first's row, then re-checks the WHERE
+-- against it, finds it live and returns nothing. GREATEST keeps tokens increasing per name even
+-- when a caller's nextval was taken before the current holder's.
+INSERT INTO oncely_leases (name, owner, expires_at, token)
+VALUES (%(name)s, %(owner)s, %(until)s, nextval('oncely_lease_tokens'))
+ON CONFLICT (name) DO UPDATE SET
+    owner = excluded.owner,
+    expires_at = excluded.expires_at,
+    token = GREATEST(excluded.token, oncely_leases.token + 1)
+WHERE oncely_leases.expires_at <= %(now)s
+RETURNING name, owner, token, expires_at;
+
+-- name: renew_lease
+-- Only with the name's current token, and never a released lease (released is the epoch).
+UPDATE oncely_leases SET expires_at = %(until)s
+WHERE name = %(name)s AND token = %(token)s AND expires_at > %(released)s
+RETURNING name, owner, token, expires_at;
+
+-- name: release_lease
+-- The row stays, with its token, so that the next acquisition's token is greater still.
+UPDATE oncely_leases SET expires_at = %(released)s
+WHERE name = %(name)s AND token = %(token)s AND expires_at > %(released)s
+RETURNING name;
+
+-- name: insert_sweep
+INSERT INTO oncely_sweeps (worker, started_at, finished_at, pruned, reclaimed, abandoned, error)
+VALUES (%(worker)s, %(started_at)s, %(finished_at)s, %(pruned)s, %(reclaimed)s, %(abandoned)s,
+        %(error)s);
+
+-- name: select_sweeps
+SELECT worker, started_at, finished_at, pruned, reclaimed, abandoned, error
+FROM oncely_sweeps
+ORDER BY finished_at DESC, id DESC
+LIMIT %(limit)s;
+
+-- name: prune_occurrences
+-- Finished occurrences only: pending, running and retrying ones are what the engine works from.
+-- NULL arm: one that never ran (skipped, invalid) has no finished_at; its scheduled_for stands
+-- in. No ORDER BY: any qualifying rows will do, and the scan stops at the limit. SKIP LOCKED
+-- leaves a row that a backfill is re-arming right now. The ids go through an array, found once:
+-- as "id IN (subquery)" the planner joined them to a second scan of the whole table.
+DELETE FROM oncely_occurrences
+WHERE id = ANY(ARRAY(
+    SELECT id FROM oncely_occurrences
+    WHERE status IN ('succeeded', 'failed', 'skipped', 'abandoned', 'invalid')
+      AND (finished_at < %(before)s OR (finished_at IS NULL AND scheduled_for < %(before)s))
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+));
+
+-- name: prune_sweeps
+DELETE FROM oncely_sweeps WHERE finished_at < %(before)s;
+
+-- name: reclaimable
+-- Running occurrences whose worker was lost (lease expired; a missing lease counts as expired),
+-- of jobs that may run again. SKIP LOCKED: a claim reclaiming the same row keeps it.
+SELECT o.id, o.fence, s.key, s.job, s.status AS schedule_status, o.tenant, o.scheduled_for,
+    o.lease_owner, o.attempts
+FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
+WHERE o.status = 'running' AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= %(now)s)
+  AND s.job = ANY(%(jobs)s::text[])
+ORDER BY o.lease_expires_at
+FOR UPDATE OF o SKIP LOCKED;
+
+-- name: reclaim
+-- Conditional on what was read: still running, the same fence (NULL arm spelled out), lease
+-- still expired. A claim that took the row over in between changed all three.
+UPDATE oncely_occurrences
+SET status = %(status)s,
+    run_after = CASE WHEN %(status)s = 'retrying' THEN %(now)s ELSE run_after END,
+    finished_at = %(now)s, error = %(error)s, lease_owner = NULL, lease_expires_at = NULL
+WHERE id = %(id)s AND status = 'running' AND fence IS NOT DISTINCT FROM %(fence)s::bigint
+  AND (lease_expires_at IS NULL OR lease_expires_at <= %(now)s)
+RETURNING schedule_id;
+
+-- name: release_claims
+-- Undoes the claim of attempts that never started. The claim set started_at, finished_at and
+-- worker over the previous attempt's; they go back to NULL. run_after already was at or before
+-- the claim's now; LEAST keeps it at or before this one.
+UPDATE oncely_occurrences o
+SET status = CASE WHEN o.attempts > 1 THEN 'retrying' ELSE 'pending' END,
+    attempts = o.attempts - 1, lease_owner = NULL, lease_expires_at = NULL, started_at = NULL,
+    finished_at = NULL, worker = NULL, run_after = LEAST(o.run_after, %(now)s)
+FROM unnest(%(ids)s::bigint[], %(fences)s::bigint[]) AS v(id, fence)
+WHERE o.id = v.id AND o.status = 'running' AND o.fence = v.fence
+RETURNING o.id;

@@ -305,3 +305,101 @@ SELECT 1;
 SELECT key FROM oncely_schedules
 WHERE tenant = :tenant AND origin = 'code' AND status <> 'removed'
 ORDER BY key;
+
+-- name: notify_change
+-- Not used on SQLite, which has no channel between processes; it exists so that both dialects
+-- keep one set of query names.
+SELECT 1;
+
+-- name: listen_changes
+-- Not used on SQLite (see notify_change).
+SELECT 1;
+
+-- name: take_lease_token
+-- The caller holds the write lock, so tokens are taken one at a time, in order.
+UPDATE oncely_lease_tokens SET value = value + 1 WHERE id = 1 RETURNING value AS token;
+
+-- name: acquire_lease
+-- Takes the name when it is free or its holder's lease ran out (expires_at is NOT NULL: no NULL
+-- arm). The caller holds the write lock: no other acquisition runs in between.
+INSERT INTO oncely_leases (name, owner, expires_at, token)
+VALUES (:name, :owner, :until, :token)
+ON CONFLICT (name) DO UPDATE SET
+    owner = excluded.owner,
+    expires_at = excluded.expires_at,
+    token = max(excluded.token, oncely_leases.token + 1)
+WHERE oncely_leases.expires_at <= :now
+RETURNING name, owner, token, expires_at;
+
+-- name: renew_lease
+-- Only with the name's current token, and never a released lease (released is the epoch).
+UPDATE oncely_leases SET expires_at = :until
+WHERE name = :name AND token = :token AND expires_at > :released
+RETURNING name, owner, token, expires_at;
+
+-- name: release_lease
+-- The row stays, with its token, so that the next acquisition's token is greater still.
+UPDATE oncely_leases SET expires_at = :released
+WHERE name = :name AND token = :token AND expires_at > :released
+RETURNING name;
+
+-- name: insert_sweep
+INSERT INTO oncely_sweeps (worker, started_at, finished_at, pruned, reclaimed, abandoned, error)
+VALUES (:worker, :started_at, :finished_at, :pruned, :reclaimed, :abandoned, :error);
+
+-- name: select_sweeps
+SELECT worker, started_at, finished_at, pruned, reclaimed, abandoned, error
+FROM oncely_sweeps
+ORDER BY finished_at DESC, id DESC
+LIMIT :limit;
+
+-- name: prune_occurrences
+-- Finished occurrences only: pending, running and retrying ones are what the engine works from.
+-- NULL arm: one that never ran (skipped, invalid) has no finished_at; its scheduled_for stands
+-- in. No ORDER BY: any qualifying rows will do, and the scan stops at the limit.
+DELETE FROM oncely_occurrences
+WHERE id IN (
+    SELECT id FROM oncely_occurrences
+    WHERE status IN ('succeeded', 'failed', 'skipped', 'abandoned', 'invalid')
+      AND (finished_at < :before OR (finished_at IS NULL AND scheduled_for < :before))
+    LIMIT :limit
+);
+
+-- name: prune_sweeps
+DELETE FROM oncely_sweeps WHERE finished_at < :before;
+
+-- name: reclaimable
+-- Running occurrences whose worker was lost (lease expired; a missing lease counts as expired),
+-- of jobs that may run again. CROSS JOIN: occurrences by their partial index first. Read without
+-- the write lock; reclaim then re-checks each row under it.
+SELECT o.id, o.fence, s.key, s.job, s.status AS schedule_status, o.tenant, o.scheduled_for,
+    o.lease_owner, o.attempts
+FROM oncely_occurrences o CROSS JOIN oncely_schedules s ON s.id = o.schedule_id
+WHERE o.status = 'running' AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= :now)
+  AND s.job IN (SELECT value FROM json_each(:jobs))
+ORDER BY o.lease_expires_at;
+
+-- name: reclaim
+-- Conditional on what was read: still running, the same fence (IS: the NULL arm), lease still
+-- expired. A claim that took the row over in between changed all three.
+UPDATE oncely_occurrences
+SET status = :status,
+    run_after = CASE WHEN :status = 'retrying' THEN :now ELSE run_after END,
+    finished_at = :now, error = :error, lease_owner = NULL, lease_expires_at = NULL
+WHERE id = :id AND status = 'running' AND fence IS :fence
+  AND (lease_expires_at IS NULL OR lease_expires_at <= :now)
+RETURNING schedule_id;
+
+-- name: release_claims
+-- Undoes the claim of attempts that never started. The claim set started_at, finished_at and
+-- worker over the previous attempt's; they go back to NULL. run_after already was at or before
+-- the claim's now; min() keeps it at or before this one. :claims is a JSON list of
+-- [occurrence id, fence] pairs.
+UPDATE oncely_occurrences
+SET status = CASE WHEN attempts > 1 THEN 'retrying' ELSE 'pending' END,
+    attempts = attempts - 1, lease_owner = NULL, lease_expires_at = NULL, started_at = NULL,
+    finished_at = NULL, worker = NULL, run_after = min(run_after, :now)
+FROM (SELECT value ->> 0 AS id, value ->> 1 AS fence FROM json_each(:claims)) AS v
+WHERE oncely_occurrences.id = v.id AND oncely_occurrences.status = 'running'
+  AND oncely_occurrences.fence = v.fence
+RETURNING id;

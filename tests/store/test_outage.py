@@ -1,0 +1,104 @@
+"""PostgreSQL through an outage: calls fail within seconds, and the same store recovers after it.
+
+The worker must ride out a database restart or cut connections without being restarted itself.
+The outage is made by a proxy in front of the server (tests/_proxy.py), never by stopping it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+
+import pytest
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from _proxy import TcpProxy
+from oncely.errors import StoreUnavailable
+from oncely.store import PostgresStore
+
+FAIL_WITHIN_S = 6.5  # the store's 5 s wait, and some slack on a busy machine
+
+
+@pytest.fixture
+def proxy(postgres_url: str) -> Iterator[tuple[TcpProxy, str]]:
+    """A proxy in front of the test database, and the conninfo that goes through it."""
+    server = conninfo_to_dict(postgres_url)
+    proxy = TcpProxy(str(server.get("host") or "127.0.0.1"), int(server.get("port") or 5432))
+    port = proxy.start()
+    yield proxy, make_conninfo(postgres_url, host="127.0.0.1", port=str(port))
+    proxy.close()
+
+
+def busy(store: PostgresStore, connections: int) -> None:
+    """Leave ``connections`` idle connections in the store's pool, as a busy worker does."""
+    with ExitStack() as stack:
+        for _ in range(connections):
+            stack.enter_context(store.transaction())
+
+
+def fails_fast(store: PostgresStore) -> None:
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailable):
+        store.next_due_at()
+    assert time.monotonic() - started < FAIL_WITHIN_S
+
+
+def test_calls_fail_fast_in_an_outage_and_succeed_after_it(proxy: tuple[TcpProxy, str]) -> None:
+    # Three calls, as a worker retrying every few seconds makes: long enough for the pool's own
+    # reconnection backoff (growing to minutes) to have delayed the recovery, had it been kept.
+    cutter, url = proxy
+    store = PostgresStore(url)
+    try:
+        assert store.next_due_at() is None
+        cutter.cut()
+        for _ in range(3):
+            fails_fast(store)
+        cutter.restore()
+        started = time.monotonic()
+        assert store.next_due_at() is None
+        assert time.monotonic() - started < 2.0  # not a wait for the pool's next retry
+        for _ in range(5):  # every call, not only the first
+            assert store.next_due_at() is None
+    finally:
+        store.close()
+
+
+def test_connections_broken_while_idle_are_not_handed_out(proxy: tuple[TcpProxy, str]) -> None:
+    # A restart between two calls: the pool's idle connections are all dead, and nobody has
+    # noticed yet. The next call must still succeed.
+    cutter, url = proxy
+    store = PostgresStore(url)
+    try:
+        busy(store, 4)
+        cutter.cut()
+        cutter.restore()
+        for _ in range(5):
+            assert store.next_due_at() is None
+    finally:
+        store.close()
+
+
+def test_a_watch_dies_with_its_connection(
+    proxy: tuple[TcpProxy, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    cutter, url = proxy
+    store = PostgresStore(url)
+    woken = threading.Event()
+    watch = store.watch(woken.set)
+    assert watch is not None
+    try:
+        assert watch.alive
+        cutter.cut()
+        assert woken.wait(5)  # told once: notices may have been missed
+        deadline = time.monotonic() + 5
+        while watch.alive and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not watch.alive
+        warnings = [r for r in caplog.records if r.name == "oncely"]
+        assert [r.levelname for r in warnings] == ["WARNING"]
+        assert "\n" not in warnings[0].getMessage()
+    finally:
+        watch.close()
+        store.close()

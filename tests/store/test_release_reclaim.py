@@ -1,0 +1,252 @@
+"""Store contract, giving work back: a lost worker's occurrences (reclaim_expired) and a stopping
+worker's claims that never started (release)."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+
+from oncely import at
+from oncely.model import Claim, Planned, Reclaimed
+from oncely.store import Store, open_store
+
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+LEASE = timedelta(minutes=5)
+EXPIRED = NOW + LEASE
+TICK = timedelta(microseconds=1)
+
+
+def defer(store: Store, key: str, job: str = "sync", when: datetime = NOW) -> None:
+    instance = at(when).next_instance_after(when - TICK)
+    assert instance is not None
+    store.save_schedule(
+        tenant=None,
+        key=key,
+        job=job,
+        origin="api",
+        trigger=at(when),
+        payload=None,
+        next_run_at=None,
+        now=NOW,
+        occurrences=[Planned(instance, origin="defer")],
+    )
+
+
+def claim(
+    store: Store,
+    now: datetime = NOW,
+    *,
+    jobs: tuple[str, ...] = ("sync",),
+    reclaim: tuple[str, ...] = (),
+    serial: tuple[str, ...] = (),
+    limit: int = 100,
+    owner: str = "host#1",
+) -> list[Claim]:
+    return store.claim_due(
+        owner=owner,
+        lease=LEASE,
+        limit=limit,
+        now=now,
+        jobs=jobs,
+        reclaim=reclaim,
+        serial=serial,
+    )
+
+
+# --- reclaim_expired ----------------------------------------------------------------------------
+
+
+def test_a_lost_attempt_with_attempts_left_is_retried_at_once(store: Store) -> None:
+    defer(store, "d")
+    (first,) = claim(store)
+    assert store.reclaim_expired(EXPIRED - TICK, {"sync": 3}) == []  # lease still live
+    (reclaimed,) = store.reclaim_expired(EXPIRED, {"sync": 3})  # expires_at <= now
+    assert reclaimed == Reclaimed("d", None, NOW, "host#1", 1, "retrying")
+    (row,) = store.history(None)
+    assert (row.status, row.retry_at, row.lease_expires_at, row.finished_at) == (
+        "retrying",
+        EXPIRED,
+        None,
+        EXPIRED,
+    )
+    assert row.error == "worker host#1 was lost during attempt 1 (lease expired)"
+    assert store.next_due_at() == EXPIRED
+    assert store.book_success([first], EXPIRED) == []  # the lost worker books nothing
+    (second,) = claim(store, EXPIRED, owner="host#2")
+    assert (second.attempt, second.reclaimed) == (2, False)
+    assert second.fence > first.fence
+
+
+def test_a_lost_last_attempt_fails_and_counts_towards_pause_after(store: Store) -> None:
+    defer(store, "d")
+    claim(store)
+    (reclaimed,) = store.reclaim_expired(EXPIRED, {"sync": 1})
+    assert reclaimed.status == "failed"
+    (row,) = store.history(None)
+    assert row.status == "failed"
+    assert row.error == (
+        "worker host#1 was lost during attempt 1 (lease expired) and that was the last of 1 "
+        "attempts"
+    )
+    assert store.next_due_at() is None
+    # the schedule's streak counts it: the next final failure is the second in a row
+    instance = at(NOW + LEASE).next_instance_after(NOW)
+    assert instance is not None
+    store.add_occurrences(None, "d", [Planned(instance, origin="trigger")], now=NOW)
+    (again,) = claim(store, EXPIRED)
+    assert again.failure_streak == 1
+    failure = store.book_failure(again, EXPIRED, error="boom", retry_at=None, pause_after=2)
+    assert (failure.consecutive_failures, failure.paused) == (2, True)
+
+
+def test_only_the_named_jobs_with_expired_leases_are_reclaimed(store: Store) -> None:
+    defer(store, "mine")
+    defer(store, "at-most-once", job="once")
+    defer(store, "live", when=NOW + LEASE)
+    claim(store, jobs=("sync", "once"))
+    claim(store, NOW + LEASE)  # "live": its lease runs to NOW + 2 * LEASE
+    reclaimed = store.reclaim_expired(EXPIRED, {"sync": 5})
+    assert [r.key for r in reclaimed] == ["mine"]
+    assert store.reclaim_expired(EXPIRED, {}) == []
+    assert {o.key: o.status for o in store.history(None)} == {
+        "mine": "retrying",
+        "at-most-once": "running",
+        "live": "running",
+    }
+
+
+def test_a_lost_attempt_of_a_removed_schedule_is_not_retried(store: Store) -> None:
+    defer(store, "gone")
+    claim(store)
+    store.remove_schedule(None, "gone", NOW)
+    (reclaimed,) = store.reclaim_expired(EXPIRED, {"sync": 5})
+    assert reclaimed.status == "failed"
+    (row,) = store.history(None)
+    assert row.status == "failed"
+    assert row.error is not None
+    assert "removed" in row.error
+
+
+def test_reclaims_and_claims_racing_take_each_occurrence_once(store: Store) -> None:
+    # Each round, two reclaimers and two claimers see the same expired leases at the same moment:
+    # each occurrence goes to exactly one of them. (The reclaims' `now` is a tick later, so that
+    # what they put back to retrying is not yet due for the claims: a claim taking it after that
+    # would be a second, honest, win.)
+    url = f"sqlite:///{store.path}" if store.dialect == "sqlite" else store.conninfo  # type: ignore[attr-defined]
+    racers = [open_store(url) for _ in range(4)]
+    reclaimed: list[Reclaimed] = []
+    claimed: list[Claim] = []
+    lock = threading.Lock()
+    keys: list[str] = []
+
+    def reclaim_all(racer: Store, barrier: threading.Barrier) -> None:
+        barrier.wait()
+        got = racer.reclaim_expired(EXPIRED + TICK, {"sync": 5})
+        with lock:
+            reclaimed.extend(got)
+
+    def claim_all(racer: Store, n: int, barrier: threading.Barrier) -> None:
+        barrier.wait()
+        while batch := claim(racer, EXPIRED, reclaim=("sync",), limit=1, owner=f"host#{n}"):
+            with lock:
+                claimed.extend(batch)
+
+    for round in range(8):
+        fresh = [f"r{round}-{n}" for n in range(6)]
+        for key in fresh:
+            defer(store, key)
+        keys += fresh
+        assert len(claim(store)) == len(fresh)  # their worker is then lost
+        barrier = threading.Barrier(len(racers))
+        threads = [
+            threading.Thread(target=reclaim_all, args=(racers[0], barrier)),
+            threading.Thread(target=reclaim_all, args=(racers[1], barrier)),
+            threading.Thread(target=claim_all, args=(racers[2], 2, barrier)),
+            threading.Thread(target=claim_all, args=(racers[3], 3, barrier)),
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+    for racer in racers:
+        racer.close()
+    by_reclaim = [r.key for r in reclaimed]
+    by_claim = [c.key for c in claimed]
+    assert sorted(by_reclaim + by_claim) == sorted(keys)  # each once, by one side only
+    history = {o.key: o for o in store.history(None, limit=1000)}
+    assert all(history[k].status == "retrying" for k in by_reclaim)
+    assert all(history[c.key].status == "running" for c in claimed)
+    assert all(history[c.key].worker == c.owner for c in claimed)
+
+
+# --- release ------------------------------------------------------------------------------------
+
+
+def test_a_released_first_attempt_is_pending_again_and_taken_at_once(store: Store) -> None:
+    defer(store, "d")
+    (first,) = claim(store)
+    assert store.release([first], NOW + timedelta(seconds=1)) == 1
+    (row,) = store.history(None)
+    assert (row.status, row.attempts, row.started_at, row.finished_at, row.worker) == (
+        "pending",
+        0,
+        None,
+        None,
+        None,
+    )
+    assert row.lease_expires_at is None
+    assert store.next_due_at() == NOW
+    (again,) = claim(store, NOW + timedelta(seconds=1), owner="host#2")
+    assert (again.attempt, again.reclaimed) == (1, False)
+    assert again.fence > first.fence
+    assert store.book_success([first], NOW) == []  # the released claim books nothing
+
+
+def test_a_released_retry_keeps_its_attempt_number_and_error(store: Store) -> None:
+    defer(store, "d")
+    (first,) = claim(store)
+    store.book_failure(
+        first, NOW, error="boom", retry_at=NOW + timedelta(seconds=10), pause_after=None
+    )
+    later = NOW + timedelta(seconds=10)
+    (second,) = claim(store, later)
+    assert second.attempt == 2
+    assert store.release([second], later) == 1
+    (row,) = store.history(None)
+    assert (row.status, row.attempts, row.error, row.retry_at) == ("retrying", 1, "boom", later)
+    assert (row.started_at, row.finished_at, row.worker) == (None, None, None)
+    (third,) = claim(store, later)
+    assert third.attempt == 2
+
+
+def test_release_leaves_claims_booked_or_taken_over(store: Store) -> None:
+    defer(store, "booked")
+    defer(store, "taken")
+    defer(store, "kept")
+    claims = {c.key: c for c in claim(store)}
+    store.book_success([claims["booked"]], NOW)
+    (taken_over,) = claim(store, EXPIRED, reclaim=("sync",), owner="host#2", limit=1)
+    assert taken_over.key in ("taken", "kept")
+    stale = claims[taken_over.key]
+    other = claims["kept" if taken_over.key == "taken" else "taken"]
+    assert store.release([claims["booked"], stale], EXPIRED) == 0
+    assert store.release([], EXPIRED) == 0
+    history = {o.key: o for o in store.history(None)}
+    assert history["booked"].status == "succeeded"
+    assert (history[taken_over.key].status, history[taken_over.key].worker) == (
+        "running",
+        "host#2",
+    )
+    assert store.release([other], EXPIRED) == 1
+
+
+def test_a_released_serial_occurrence_frees_its_schedule(store: Store) -> None:
+    defer(store, "s")
+    instance = at(NOW + TICK).next_instance_after(NOW)
+    assert instance is not None
+    store.add_occurrences(None, "s", [Planned(instance, origin="trigger")], now=NOW)
+    (first,) = claim(store, NOW + TICK, serial=("sync",))
+    assert claim(store, NOW + TICK, serial=("sync",)) == []  # one at a time
+    assert store.release([first], NOW + TICK) == 1
+    (again,) = claim(store, NOW + TICK, serial=("sync",))
+    assert again.scheduled_for == first.scheduled_for  # the oldest first, as before
