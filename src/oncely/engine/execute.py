@@ -1,4 +1,9 @@
-"""Run one claimed attempt and book its outcome, by the job's delivery mode (DESIGN lessons 3-4)."""
+"""Run one claimed attempt, then book its outcome, by the job's delivery mode (DESIGN lessons 3-4).
+
+Running and booking are two steps so that whoever runs handlers (the tick in this thread, the
+worker on its pool) can book outcomes in batches and, while the store is unreachable, keep an
+outcome and book it later instead of losing it.
+"""
 
 from __future__ import annotations
 
@@ -20,12 +25,46 @@ from oncely.store import Store
 
 log = logging.getLogger("oncely")
 
-Outcome = Literal["ran", "succeeded", "retrying", "failed", "lease_lost"]
+Outcome = Literal["succeeded", "retrying", "failed", "lease_lost"]
 _ERROR_CHARS = 8000
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """An attempt that is over and whose outcome is not booked yet.
+
+    ``error`` is None when the handler returned. Otherwise ``final`` says whether the occurrence
+    fails now (Terminal, or its last attempt) and ``retry_at`` when it runs again.
+    """
+
+    claim: Claim
+    job: Job
+    error: str | None = None
+    final: bool = False
+    retry_at: datetime | None = None
+    exc: BaseException | None = None
+
+
+def claim_fields(claim: Claim) -> dict[str, Any]:
+    """The structured logging fields of one attempt (see `oncely.worker.logs`)."""
+    return {
+        "job": claim.job,
+        "key": claim.key,
+        "scheduled_for": claim.scheduled_for.isoformat(),
+        "attempt": claim.attempt,
+        "worker": claim.owner,
+        "tenant": claim.tenant,
+    }
 
 
 class _LeaseLost(Exception):
     """The booking found the lease taken over; a transactional handler's writes roll back."""
+
+
+class _HandlerFailed(Exception):
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 @dataclass
@@ -37,21 +76,17 @@ class Executor:
     bridge: AsyncBridge
     rng: random.Random
 
-    def execute(self, claim: Claim, job: Job) -> Outcome:
-        """Run ``claim`` with ``job``'s handler; return how the attempt was booked.
+    def start(self, claim: Claim, job: Job) -> Run | Finished:
+        """The `Run` to call ``job`` with, or a `Finished` failure if ``claim`` must not run.
 
-        ``"ran"``: the handler returned and the success is for the caller to book, with others,
-        through `book_successes` (one statement for a batch). Handler exceptions are booked here,
-        never raised: the tick serves every other job too.
-        KeyboardInterrupt and SystemExit pass through: the lease then expires and the occurrence
-        is rerun (at_least_once) or abandoned (at_most_once).
+        A claim reclaimed from a lost worker after its last attempt is not run again: it fails.
         """
         if claim.reclaimed and claim.attempt > job.retries:
             error = (
                 f"the worker running attempt {claim.attempt - 1} was lost (its lease expired) "
                 f"and that was the last of {job.retries} attempts"
             )
-            return self._fail(claim, job, error, final=True)
+            return Finished(claim, job, error, final=True)
         if claim.reclaimed:
             log.warning(
                 "oncely: %s %s: the worker of attempt %d was lost (lease expired); attempt %d "
@@ -60,40 +95,69 @@ class Executor:
                 _where(claim),
                 claim.attempt - 1,
                 claim.attempt,
+                extra=claim_fields(claim),
             )
+        return Run(claim, self.clock)
+
+    def call(self, run: Run, job: Job) -> Finished | Outcome:
+        """Call the handler; return what to book, or the outcome a transactional job booked.
+
+        Handler exceptions are returned, never raised: a worker serves every other job too.
+        KeyboardInterrupt and SystemExit pass through: the lease then expires and the occurrence
+        is rerun (at_least_once) or abandoned (at_most_once). For a transactional job, a store
+        failure at commit raises `StoreError`: the handler's writes rolled back with the booking,
+        and the occurrence runs again once its lease expires.
+        """
         if job.delivery == "transactional":
-            return self._transactional(claim, job)
-        run = Run(claim, self.clock)
+            return self._transactional(run, job)
         try:
             self._call(job, run)
         except Exception as exc:
-            return self._failed(claim, job, exc)
-        return "ran"
+            return self._failed(run.claim, job, exc)
+        return Finished(run.claim, job)
 
-    def book_successes(self, claims: list[Claim]) -> int:
-        """Book ``claims`` (each one "ran") as succeeded; return how many were booked."""
-        booked = self.store.book_success(claims, self.clock())
-        if len(booked) < len(claims):
-            kept = {c.occurrence_id for c in booked}
-            for claim in claims:
-                if claim.occurrence_id not in kept:
-                    self._lost(claim, claim.job)
-        return len(booked)
+    def book(self, pending: list[Finished]) -> list[tuple[Finished, Outcome]]:
+        """Book every outcome in ``pending``, removing each from it once booked.
 
-    def _transactional(self, claim: Claim, job: Job) -> Outcome:
+        Successes go in one statement, failures one at a time. When the store fails (StoreError
+        is raised), what is still in ``pending`` is exactly what was not booked: book it again.
+        """
+        booked: list[tuple[Finished, Outcome]] = []
+        successes = [f for f in pending if f.error is None]
+        if successes:
+            kept = {
+                c.occurrence_id
+                for c in self.store.book_success([f.claim for f in successes], self.clock())
+            }
+            for finished in successes:
+                outcome: Outcome = "succeeded"
+                if finished.claim.occurrence_id not in kept:
+                    outcome = self._lost(finished.claim)
+                booked.append((finished, outcome))
+            pending[:] = [f for f in pending if f.error is not None]
+        while pending:
+            finished = pending[0]
+            booked.append((finished, self._book_failure(finished)))
+            pending.pop(0)
+        return booked
+
+    def _transactional(self, run: Run, job: Job) -> Finished | Outcome:
+        claim = run.claim
         try:
             with self.store.transaction() as connection:
-                run = Run(claim, self.clock, connection)
+                run.connection = connection
                 try:
                     self._call(job, run)
                 except Exception as exc:
                     raise _HandlerFailed(exc) from exc
-                if not self.store.book_success([claim], self.clock(), within=connection):
+                if not self.store.book_success([run.claim], self.clock(), within=connection):
                     raise _LeaseLost
         except _HandlerFailed as failed:
             return self._failed(claim, job, failed.error)
         except _LeaseLost:
-            return self._lost(claim, job.name)
+            return self._lost(claim)
+        finally:
+            run.connection = None
         return "succeeded"
 
     def _call(self, job: Job, run: Run) -> Any:
@@ -101,35 +165,47 @@ class Executor:
             return self.bridge.run(job.func(run))
         return job.func(run)
 
-    def _failed(self, claim: Claim, job: Job, exc: Exception) -> Outcome:
+    def _failed(self, claim: Claim, job: Job, exc: Exception) -> Finished:
         error = "".join(traceback.format_exception(exc))[-_ERROR_CHARS:]
         final = isinstance(exc, Terminal) or claim.attempt >= job.retries
-        return self._fail(claim, job, error, final=final, exc=exc)
+        retry_at = None if final else self.clock() + backoff(claim.attempt, self.rng)
+        return Finished(claim, job, error, final=final, retry_at=retry_at, exc=exc)
 
-    def _fail(
-        self, claim: Claim, job: Job, error: str, *, final: bool, exc: Exception | None = None
-    ) -> Outcome:
-        now = self.clock()
-        retry_at = None if final else now + backoff(claim.attempt, self.rng)
+    def _book_failure(self, finished: Finished) -> Outcome:
+        claim, job, exc = finished.claim, finished.job, finished.exc
+        assert finished.error is not None
         booked = self.store.book_failure(
-            claim, now, error=error, retry_at=retry_at, pause_after=job.pause_after
+            claim,
+            self.clock(),
+            error=finished.error,
+            retry_at=finished.retry_at,
+            pause_after=job.pause_after,
         )
         if not booked.booked:
-            return self._lost(claim, job.name)
-        where = _where(claim)
-        if retry_at is not None:
+            return self._lost(claim)
+        where, fields = _where(claim), claim_fields(claim)
+        if finished.retry_at is not None:
             log.warning(
                 "oncely: %s %s: attempt %d of %d failed; retrying at %s",
                 job.name,
                 where,
                 claim.attempt,
                 job.retries,
-                retry_at.isoformat(),
+                finished.retry_at.isoformat(),
                 exc_info=exc,
+                extra=fields,
             )
             return "retrying"
         if isinstance(exc, Terminal):
-            log.error("oncely: %s %s failed: Terminal, not retried", job.name, where, exc_info=exc)
+            log.error(
+                "oncely: %s %s failed: Terminal, not retried",
+                job.name,
+                where,
+                exc_info=exc,
+                extra=fields,
+            )
+        elif exc is None:
+            log.error("oncely: %s %s failed: %s", job.name, where, finished.error, extra=fields)
         else:
             log.error(
                 "oncely: %s %s failed after attempt %d of %d",
@@ -138,6 +214,7 @@ class Executor:
                 claim.attempt,
                 job.retries,
                 exc_info=exc,
+                extra=fields,
             )
         if booked.paused:
             log.error(
@@ -147,24 +224,20 @@ class Executor:
                 booked.consecutive_failures,
                 job.pause_after,
                 claim.key,
+                extra=fields,
             )
         return "failed"
 
-    def _lost(self, claim: Claim, job: str) -> Outcome:
+    def _lost(self, claim: Claim) -> Outcome:
         log.warning(
-            "oncely: %s %s: attempt %d lost its lease to another worker; its outcome is not "
-            "booked (the other worker's is)",
-            job,
+            "oncely: %s %s: attempt %d lost its lease to another worker; its completion is "
+            "refused and not booked (the other worker's is)",
+            claim.job,
             _where(claim),
             claim.attempt,
+            extra=claim_fields(claim),
         )
         return "lease_lost"
-
-
-class _HandlerFailed(Exception):
-    def __init__(self, error: Exception) -> None:
-        super().__init__(str(error))
-        self.error = error
 
 
 def _where(claim: Claim) -> str:

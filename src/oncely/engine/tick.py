@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from oncely.engine.bridge import AsyncBridge
-from oncely.engine.execute import Executor, extended
+from oncely.engine.execute import Executor, Finished, extended
 from oncely.engine.job import Job
 from oncely.engine.misfire import plan
 from oncely.engine.reconcile import reconcile
@@ -68,6 +68,15 @@ def worker_id() -> str:
     return f"{socket.gethostname()}#{os.getpid()}"
 
 
+def _step(name: str, step: Callable[[TickReport], None], report: TickReport) -> None:
+    try:
+        step(report)
+    except OncelyError as exc:
+        raise TickFailed(
+            f"tick step {name!r} failed and the steps after it did not run: {exc}", step=name
+        ) from exc
+
+
 class Engine:
     """Ticks one store for one set of jobs."""
 
@@ -83,23 +92,36 @@ class Engine:
         self._batch = _FIRST_BATCH
 
     def tick(self) -> TickReport:
+        """Everything due now, run in this thread; raises `TickFailed` naming the failing step."""
         report = TickReport()
-        steps: list[tuple[str, Callable[[TickReport], None]]] = [
-            ("abandon", self._abandon),
-            ("materialise", self._materialise),
-            ("run", self._run),
-        ]
-        if not self.reconciled:
-            steps.insert(0, ("reconcile", self._reconcile))
-        for name, step in steps:
-            try:
-                step(report)
-            except OncelyError as exc:
-                raise TickFailed(
-                    f"tick step {name!r} failed and the steps after it did not run: {exc}",
-                    step=name,
-                ) from exc
+        self.prepare(report)
+        _step("run", self._run, report)
         return report
+
+    def prepare(self, report: TickReport) -> None:
+        """The steps before running: reconcile (once), abandon lost at_most_once attempts,
+        materialise what is due. Raises `TickFailed` at the first step that fails."""
+        if not self.reconciled:
+            _step("reconcile", self._reconcile, report)
+        _step("abandon", self._abandon, report)
+        _step("materialise", self._materialise, report)
+
+    def claim(self, limit: int) -> list[Claim]:
+        """Claim up to ``limit`` due occurrences of this engine's jobs for this process."""
+        return self.store.claim_due(
+            owner=worker_id(),
+            lease=self.lease,
+            limit=limit,
+            now=self.clock(),
+            jobs=list(self.jobs),
+            reclaim=[n for n, job in self.jobs.items() if job.delivery != "at_most_once"],
+            serial=[n for n, job in self.jobs.items() if job.overlap != "allow"],
+        )
+
+    @property
+    def lease(self) -> timedelta:
+        """The lease every claim takes: the longest of the jobs' leases."""
+        return max((job.lease for job in self.jobs.values()), default=timedelta(minutes=5))
 
     def _reconcile(self, report: TickReport) -> None:
         reconcile(self.store, self.jobs, self.clock())
@@ -162,45 +184,33 @@ class Engine:
         )
 
     def _run(self, report: TickReport) -> None:
-        names = list(self.jobs)
-        reclaim = [n for n, job in self.jobs.items() if job.delivery != "at_most_once"]
-        serial = [n for n, job in self.jobs.items() if job.overlap != "allow"]
-        lease = max((job.lease for job in self.jobs.values()), default=timedelta(minutes=5))
+        lease = self.lease
         while True:
-            claims = self.store.claim_due(
-                owner=worker_id(),
-                lease=lease,
-                limit=self._batch,
-                now=self.clock(),
-                jobs=names,
-                reclaim=reclaim,
-                serial=serial,
-            )
+            claims = self.claim(self._batch)
             if not claims:
                 return
             started = time.monotonic()
-            ran: list[Claim] = []
+            pending: list[Finished] = []
             for claimed in claims:
-                claim = self._fresh_lease(claimed, lease, ran, report)
+                claim = self._fresh_lease(claimed, lease, pending, report)
                 if claim is None:
                     continue
-                outcome = self.executor.execute(claim, self.jobs[claim.job])
-                if outcome == "ran":
-                    ran.append(claim)
+                job = self.jobs[claim.job]
+                run = self.executor.start(claim, job)
+                result = run if isinstance(run, Finished) else self.executor.call(run, job)
+                if isinstance(result, Finished):
+                    pending.append(result)
                 else:
-                    report.count(outcome)
-            self._book(ran, report)
+                    report.count(result)
+            self._book(pending, report)
             self._batch = _next_batch(self._batch, len(claims), time.monotonic() - started)
 
-    def _book(self, ran: list[Claim], report: TickReport) -> None:
-        if ran:
-            booked = self.executor.book_successes(ran)
-            report.count("succeeded", booked)
-            report.count("lease_lost", len(ran) - booked)
-            ran.clear()
+    def _book(self, pending: list[Finished], report: TickReport) -> None:
+        for _, outcome in self.executor.book(pending):
+            report.count(outcome)
 
     def _fresh_lease(
-        self, claim: Claim, lease: timedelta, ran: list[Claim], report: TickReport
+        self, claim: Claim, lease: timedelta, pending: list[Finished], report: TickReport
     ) -> Claim | None:
         """``claim`` with at least half its lease ahead, or None if it was taken over meanwhile.
 
@@ -211,7 +221,7 @@ class Engine:
         now = self.clock()
         if claim.lease_expires_at - now >= lease / 2:
             return claim
-        self._book(ran, report)
+        self._book(pending, report)
         until = now + lease
         if not self.store.extend(claim, until):
             return None
