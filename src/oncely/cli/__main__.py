@@ -2,4 +2,4 @@
 
 from oncely.cli import main
 
-main()
+main(prog_name="oncely")

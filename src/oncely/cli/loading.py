@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import click
 
 from oncely.app import App
+from oncely.cli.output import one_line
+from oncely.errors import OncelyError, StoreUnavailable, UnknownSchedule
+
+_POOL_LOGGER = "psycopg.pool"
 
 
 def load_app(spec: str) -> App:
@@ -35,3 +42,72 @@ def load_app(spec: str) -> App:
         what = "has no attribute" if found is None else "has, but it is not an oncely.App:"
         raise click.UsageError(f"module {module_name!r} {what} {attribute!r}")
     return found
+
+
+@contextmanager
+def app_in_use(spec: str, *, key: str | None = None, tenant: str | None = None) -> Iterator[App]:
+    """Load the app named by ``spec`` for one command, and close it afterwards, however it ends.
+
+    An `OncelyError` from the body (or from the app's own module) becomes a one-line
+    `click.ClickException` (exit 1). `UnknownSchedule` for ``key`` names the key and the command
+    that lists the keys, and the tenant to pass when the key is in another tenant. The database
+    driver's warnings (one multi-line warning per failed connection attempt) are held back; a
+    `StoreUnavailable` error carries the last one, on its one line.
+    """
+    with _driver_warnings() as driver:
+        try:
+            app = load_app(spec)
+        except OncelyError as exc:
+            raise click.ClickException(one_line(str(exc))) from exc
+        try:
+            yield app
+        except UnknownSchedule as exc:
+            if key is None:
+                raise click.ClickException(one_line(str(exc))) from exc
+            raise click.ClickException(_unknown_key(app, spec, key, tenant)) from exc
+        except StoreUnavailable as exc:
+            cause = f" ({driver.last})" if driver.last else ""
+            raise click.ClickException(one_line(f"{exc}{cause}")) from exc
+        except OncelyError as exc:
+            raise click.ClickException(one_line(str(exc))) from exc
+        finally:
+            app.close()
+
+
+class _LastWarning(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.last: str | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.last = record.getMessage()
+
+
+@contextmanager
+def _driver_warnings() -> Iterator[_LastWarning]:
+    logger = logging.getLogger(_POOL_LOGGER)
+    handler = _LastWarning()
+    propagate = logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+
+
+def _unknown_key(app: App, spec: str, key: str, tenant: str | None) -> str:
+    where = "" if tenant is None else f" in tenant {tenant!r}"
+    message = f"no schedule has key {key!r}{where}"
+    try:
+        elsewhere = {s.tenant for s in app.schedules() if s.key == key and s.tenant != tenant}
+    except OncelyError:  # the hint is a courtesy; the error is the unknown key
+        elsewhere = set()
+    if None in elsewhere:
+        message += " (it has one outside any tenant: leave out --tenant)"
+    elif elsewhere:
+        names = sorted(t for t in elsewhere if t is not None)
+        message += f" (tenant {names[0]!r} has one: pass --tenant {names[0]}"
+        message += f", or another of {', '.join(map(repr, names))})" if len(names) > 1 else ")"
+    return f"{message}; `oncely jobs {spec}` lists the keys"

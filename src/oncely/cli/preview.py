@@ -6,8 +6,8 @@ import sys
 from datetime import UTC, datetime, timedelta
 
 import click
-from cronsim import CronSim
 
+from oncely.cli.output import explain_cron
 from oncely.errors import InvalidSchedule
 from oncely.recurrence import Cron, Instance, RRule, Zone, cron, describe_dst, rrule
 
@@ -95,7 +95,7 @@ def preview(rule: str, tz: str, count: int, start: str | None) -> None:
             zone = trigger.zone
         else:
             trigger = cron(rule, tz)
-            summary = "cron: " + _explain_cron(trigger.expr)
+            summary = "cron: " + explain_cron(trigger.expr)
         instances = []
         for instance in trigger.instances_from(since):
             instances.append(instance)
@@ -118,10 +118,3 @@ def preview(rule: str, tz: str, count: int, start: str | None) -> None:
         )
         note = _note(instance, zone)
         click.echo(f"{line}   {note}" if note else line)
-
-
-def _explain_cron(expr: str) -> str:
-    try:
-        return CronSim(expr, datetime(2000, 1, 1)).explain()  # noqa: DTZ001 (naive wall time)
-    except Exception:  # an explanation is a courtesy; never fail the preview over it
-        return expr

@@ -1,0 +1,102 @@
+"""`oncely history`: did it run? When, where, after how many attempts, and if not, why not."""
+
+from __future__ import annotations
+
+from typing import get_args
+
+import click
+
+from oncely.cli.loading import app_in_use
+from oncely.cli.moment import Moment, at, time_option
+from oncely.cli.options import as_json, tenant_option
+from oncely.cli.output import (
+    NOTHING,
+    Column,
+    occurrence_document,
+    print_json,
+    print_table,
+    stacked,
+    summary,
+    when,
+    when_on,
+)
+from oncely.model import OccurrenceStatus
+
+_STATUSES = get_args(OccurrenceStatus)
+_TABLE_ERROR = 100
+
+
+@click.command()
+@click.argument("app_spec", metavar="MODULE:APP")
+@click.argument("key", required=False)
+@click.option("--status", type=click.Choice(_STATUSES), help="Only occurrences in this status.")
+@time_option("--since", "Only occurrences scheduled at or after this.")
+@time_option("--until", "Only occurrences scheduled before this.")
+@click.option(
+    "--limit", default=100, show_default=True, type=click.IntRange(min=1),
+    help="At most this many occurrences, the newest.",
+)  # fmt: skip
+@tenant_option("Only this tenant's occurrences (default: every tenant's).")
+@as_json
+def history(
+    app_spec: str,
+    key: str | None,
+    status: OccurrenceStatus | None,
+    since: Moment | None,
+    until: Moment | None,
+    limit: int,
+    tenant: str | None,
+    json_output: bool,
+) -> None:
+    """List occurrences, newest first: of every schedule, or of schedule KEY.
+
+    Each shows when it was scheduled, its status, how many attempts it took, when it started
+    and finished (only the time of day when on the scheduled date), on which worker, and its
+    error (the exception's line) or the reason it did not run. Times are UTC; --json has every
+    field, the whole error included. --since and --until select by scheduled time.
+    """
+    with app_in_use(app_spec) as app:
+        now = app.now()
+        start = None if since is None else at(since, now, "--since")
+        end = None if until is None else at(until, now, "--until")
+        if start is not None and end is not None and start > end:
+            raise click.BadParameter(
+                f"--since {when(start)} is after --until {when(end)}; swap them",
+                param_hint="--since/--until",
+            )
+        source = app if tenant is None else app.for_tenant(tenant)
+        found = source.history(key, since=start, until=end, status=status, limit=limit)
+    if json_output:
+        print_json([occurrence_document(o) for o in found])
+        return
+    if not found:
+        click.echo("no occurrences match")
+        return
+    show_tenant = tenant is None and any(o.tenant is not None for o in found)
+    columns = [
+        Column(stacked("scheduled (UTC)", "started to finished")),
+        Column(stacked("key", "worker"), "fold", 18),
+        Column(stacked("status", "tries")),
+        *([Column("tenant", "fold", 10)] if show_tenant else []),
+        Column("error or reason", "wide"),
+    ]
+    rows = []
+    for o in found:
+        ran = NOTHING
+        if o.started_at is not None:
+            ran = f"{when_on(o.started_at, o.scheduled_for)} to "
+            if o.finished_at is not None:
+                ran += when_on(o.finished_at, o.scheduled_for)
+            else:
+                ran += "now" if o.status == "running" else NOTHING
+        row = [
+            stacked(when(o.scheduled_for), ran),
+            stacked(o.key, o.worker or NOTHING),
+            stacked(o.status, f"{o.attempts} {'try' if o.attempts == 1 else 'tries'}"),
+            *([o.tenant or NOTHING] if show_tenant else []),
+            summary(o.error, _TABLE_ERROR) or o.reason or "",
+        ]
+        rows.append(row)
+    print_table(columns, rows)
+    if len(found) == limit:
+        click.echo(f"the newest {limit} shown; a larger --limit shows more")

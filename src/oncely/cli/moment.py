@@ -1,0 +1,76 @@
+"""Reading ``--since`` and ``--until``: an ISO date or datetime, or a duration back from now."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+FORMS = (
+    "an ISO date (2026-03-27), an ISO datetime (2026-03-27T09:00; without an offset it is UTC), "
+    "or a duration back from now: a whole number and m, h, d or w (30m, 12h, 7d, 2w)"
+)
+
+_DURATION = re.compile(r"(\d+)\s*([mhdw])", re.IGNORECASE)
+_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+Moment = datetime | timedelta
+"""What the option read: an aware instant, or how far back from now (resolved by `at`)."""
+
+
+def parse_moment(text: str) -> Moment:
+    """Read ``text`` as an aware UTC datetime or a duration back from now.
+
+    A date is its midnight UTC; a datetime without an offset is UTC. Raises `ValueError` naming
+    the accepted forms.
+    """
+    stripped = text.strip()
+    duration = _DURATION.fullmatch(stripped)
+    try:
+        if duration:
+            amount, unit = duration.groups()
+            return timedelta(**{_UNITS[unit.lower()]: int(amount)})
+        moment = datetime.fromisoformat(stripped)
+        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except (ValueError, OverflowError) as exc:
+        raise ValueError(f"{text!r} is not a time; use {FORMS}") from exc
+
+
+def at(moment: Moment, now: datetime, option: str) -> datetime:
+    """The instant ``moment`` names at ``now``. Raises `click.BadParameter` when it is out of the
+    range of datetime (a duration reaching before year 1)."""
+    if isinstance(moment, datetime):
+        return moment
+    try:
+        return now - moment
+    except OverflowError as exc:
+        raise click.BadParameter(
+            f"{moment} back from now is before year 1; use {FORMS}", param_hint=option
+        ) from exc
+
+
+def _read(ctx: click.Context, param: click.Parameter, value: str | None) -> Moment | None:
+    """The click callback that reads ``--since`` and ``--until`` (a bad one is exit status 2)."""
+    if value is None:
+        return None
+    try:
+        return parse_moment(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from exc
+
+
+def time_option(name: str, meaning: str, *, required: bool = False) -> Callable[[F], F]:
+    """``--since`` or ``--until`` (``name``): a `Moment`, as parsed by `parse_moment`."""
+    return click.option(
+        name,
+        metavar="TIME",
+        required=required,
+        callback=_read,
+        help=f"{meaning} An ISO 8601 date or datetime (naive means UTC), or a duration back "
+        "from now: 30m, 12h, 7d, 2w.",
+    )

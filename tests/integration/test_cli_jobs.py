@@ -1,0 +1,164 @@
+"""`oncely jobs`: every schedule and the jobs nothing schedules, as a table and as JSON."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from _cli_support import CliApp, forget, make_cli_app, one_error_line, parsed, run
+
+import oncely
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def url(request: pytest.FixtureRequest) -> str:
+    name = "sqlite_url" if request.param == "sqlite" else "postgres_url"
+    value: str = request.getfixturevalue(name)
+    return value
+
+
+@pytest.fixture
+def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str) -> Iterator[CliApp]:
+    made = make_cli_app(tmp_path, monkeypatch, url)
+    yield made
+    forget(made)
+
+
+def populate(cli: CliApp) -> None:
+    app = cli.app
+    app.tick()  # saves the code-declared schedules: digest, sync, beat
+    app.for_tenant("acme").schedule("remind", oncely.every(hours=6), key="remind:acme")
+    app.schedule("remind", oncely.every(hours=1), key="remind:ops")
+    app.pause("remind:ops")
+    app.close()
+
+
+def test_table_lists_schedules_then_unscheduled_jobs_in_80_columns(cli: CliApp) -> None:
+    populate(cli)
+    done = cli.invoke("jobs")
+    assert done.code == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert "\x1b[" not in done.stdout  # no colour when the output is not a terminal
+    text = done.stdout
+    assert "next run (UTC)" in lines[1]
+    assert "tenant" in lines[1]
+    assert "trigger" in lines[1]
+
+    def row(key: str) -> str:
+        return next(line for line in lines if line.startswith(key + " "))
+
+    assert "2026-03-30T07:00:00Z  active" in row("digest")  # 09:00 Berlin, summer time
+    assert "At 09:00 on Monday" in row("digest")  # the trigger wraps, at a word
+    assert "2026-03-27T12:05:00Z  active" in row("beat")
+    assert "every 5 minutes" in row("beat")
+    assert "paused" in row("remind:ops")
+    assert "every hour" in row("remind:ops")
+    assert "every 6 hours" in row("remind:acme")
+    # the job under its key, the tenant under its state, on the next line
+    assert lines[lines.index(row("remind:acme")) + 1].split() == ["remind", "acme"]
+    assert lines[lines.index(row("remind:ops")) + 1].split() == ["remind", "-"]
+    unscheduled = lines.index(next(line for line in lines if "no schedule" in line))
+    assert lines[unscheduled].startswith("-")
+    assert lines[unscheduled + 1].split() == ["export", "-"]
+    assert text.count("no schedule") == 1  # remind has schedules; export has none
+
+
+def test_json_is_one_array_with_iso_datetimes_and_nothing_else(cli: CliApp) -> None:
+    populate(cli)
+    done = cli.invoke("jobs", "--json")
+    assert done.code == 0, done.stderr
+    documents = parsed(done.stdout)
+    by_key = {d["key"]: d for d in documents if d["key"] is not None}
+    assert set(by_key) == {"digest", "sync", "beat", "remind:ops", "remind:acme"}
+    digest = by_key["digest"]
+    assert datetime.fromisoformat(digest["next_run_at"]) == datetime.fromisoformat(
+        "2026-03-30T09:00:00+02:00"
+    )
+    assert digest["trigger"] == "At 09:00 on Monday through Friday (Europe/Berlin)"
+    assert digest["trigger_spec"]["kind"] == "cron"
+    assert digest["origin"] == "code"
+    assert by_key["remind:ops"]["paused"] is True
+    assert by_key["remind:ops"]["status"] == "active"
+    assert by_key["remind:acme"]["tenant"] == "acme"
+    (idle,) = [d for d in documents if d["key"] is None]
+    assert idle["job"] == "export"
+    assert idle["status"] == "no schedule"
+
+
+def test_tenant_lists_only_that_tenants_schedules(cli: CliApp) -> None:
+    populate(cli)
+    cli.app.for_tenant("globex").schedule("export", oncely.every(days=1), key="export:globex")
+    done = cli.invoke("jobs", "--tenant", "acme", "--json")
+    assert done.code == 0, done.stderr
+    documents = parsed(done.stdout)
+    assert [(d["key"], d["tenant"]) for d in documents if d["key"]] == [("remind:acme", "acme")]
+    # export has no schedule in acme; code-triggered jobs are not any tenant's
+    assert [d["job"] for d in documents if d["key"] is None] == ["export"]
+    table = cli.invoke("jobs", "--tenant", "acme")
+    assert "remind:acme" in table.stdout
+    assert "globex" not in table.stdout
+    assert "remind:ops" not in table.stdout
+    assert "tenant" not in table.stdout.splitlines()[1]  # one tenant: no column for it
+    globex = parsed(cli.invoke("jobs", "--tenant", "globex", "--json").stdout)
+    assert [d["job"] for d in globex if d["key"] is None] == ["remind"]
+
+
+def test_code_triggers_no_worker_has_saved_are_listed_as_no_schedule(cli: CliApp) -> None:
+    done = cli.invoke("jobs", "--json")
+    assert done.code == 0, done.stderr
+    documents = parsed(done.stdout)
+    assert {d["job"]: d["status"] for d in documents} == dict.fromkeys(
+        ["beat", "digest", "export", "remind", "sync"], "no schedule"
+    )
+    triggers = {d["job"]: d["trigger"] for d in documents}
+    assert triggers["beat"] == "every 5 minutes"
+    assert triggers["digest"] == "At 09:00 on Monday through Friday (Europe/Berlin)"
+    assert triggers["remind"] is None
+    table = cli.invoke("jobs")
+    assert "At 09:00 on Monday" in table.stdout
+
+
+def test_the_app_is_closed_after_the_command_and_after_an_error(cli: CliApp) -> None:
+    before = cli.closed
+    assert cli.invoke("jobs").code == 0
+    assert cli.closed == before + 1
+    assert cli.invoke("pause", "no-such-key").code == 1
+    assert cli.closed == before + 2
+
+
+def test_a_store_that_cannot_be_opened_is_exit_1_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = tmp_path / "no" / "such" / "dir" / "oncely.db"
+    cli = make_cli_app(tmp_path, monkeypatch, f"sqlite:///{missing}")
+    try:
+        done = cli.invoke("jobs")
+        assert done.code == 1
+        assert "cannot open SQLite database" in one_error_line(done)
+        assert cli.closed == 1
+    finally:
+        forget(cli)
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("service", "'service' is not MODULE:APP; e.g. myservice.tasks:app"),
+        ("nowhere:app", "cannot import module 'nowhere'"),
+    ],
+)
+def test_a_bad_app_spec_is_exit_2_in_one_line(spec: str, message: str) -> None:
+    done = run("jobs", spec)
+    assert done.code == 2
+    line = one_error_line(done)
+    assert message in line
+    assert line.endswith("(see 'oncely jobs --help')")
+
+
+def test_an_empty_tenant_is_a_usage_error(cli: CliApp) -> None:
+    done = cli.invoke("jobs", "--tenant", " ")
+    assert done.code == 2
+    assert "a tenant name is a non-empty string" in one_error_line(done)
