@@ -247,6 +247,31 @@ class App:
         """Run everything due now, in this process. Raises `TickFailed` naming a failed step."""
         return self._the_engine().tick()
 
+    def run_worker(
+        self,
+        *,
+        concurrency: int = 8,
+        drain_timeout: float = 30.0,
+        http: str | None = None,
+        retention: timedelta = timedelta(days=30),
+    ) -> None:
+        """Run this app's jobs until SIGTERM/SIGINT (or the worker is stopped), then drain.
+
+        What `oncely run` calls; safe to run in any number of processes on any number of
+        machines. ``concurrency`` bounds the handlers running at once in this process;
+        ``http`` ("HOST:PORT") serves ``/healthz`` and ``/metrics``; history older than
+        ``retention`` is pruned by housekeeping. See `oncely.worker.Worker`.
+        """
+        from oncely.worker import Worker
+
+        Worker(
+            self,
+            concurrency=concurrency,
+            drain_timeout=drain_timeout,
+            http=http,
+            retention=retention,
+        ).run()
+
     def migrate(self) -> list[int]:
         """Apply the migrations the database has not seen; return their versions.
 

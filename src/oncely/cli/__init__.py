@@ -12,6 +12,7 @@ from oncely.cli.history import history
 from oncely.cli.jobs import jobs
 from oncely.cli.migrate import migrate
 from oncely.cli.preview import preview
+from oncely.cli.run import run
 
 
 @click.group(
@@ -28,7 +29,7 @@ def main() -> None:
     """
 
 
-for command in (jobs, history, trigger, pause, resume, explain, backfill, preview, migrate):
+for command in (run, jobs, history, trigger, pause, resume, explain, backfill, preview, migrate):
     main.add_command(command)
 
 __all__ = ["main"]

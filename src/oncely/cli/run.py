@@ -1,0 +1,97 @@
+"""`oncely run`: the worker, on every instance, any number of copies."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from datetime import timedelta
+
+import click
+
+from oncely.cli.loading import load_app
+from oncely.cli.moment import parse_moment
+from oncely.errors import OncelyError
+from oncely.worker import DEFAULT_CONCURRENCY, DEFAULT_DRAIN_TIMEOUT_S, configure_logging
+
+
+def _retention(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
+    try:
+        moment = parse_moment(value)
+    except ValueError:
+        moment = None
+    if not isinstance(moment, timedelta) or moment <= timedelta(0):
+        raise click.BadParameter(
+            f"{value!r} is not a duration; use a whole number and m, h, d or w (30d, 12w)",
+            ctx=ctx,
+            param=param,
+        )
+    return moment
+
+
+@click.command()
+@click.argument("app_spec", metavar="MODULE:APP")
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=DEFAULT_CONCURRENCY,
+    show_default=True,
+    help="Handlers running at once in this process (sync ones on threads, async ones on one "
+    "event loop).",
+)
+@click.option(
+    "--drain-timeout",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_DRAIN_TIMEOUT_S,
+    show_default=True,
+    help="Seconds SIGTERM/SIGINT waits for running handlers; a second signal exits at once.",
+)
+@click.option(
+    "--http",
+    metavar="HOST:PORT",
+    help="Serve /healthz and /metrics there (off by default), e.g. 127.0.0.1:9464.",
+)
+@click.option(
+    "--retention",
+    default="30d",
+    show_default=True,
+    callback=_retention,
+    help="Housekeeping prunes history older than this (30d, 12w, ...).",
+)
+@click.option(
+    "--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+    default="INFO",
+    show_default=True,
+)
+def run(
+    app_spec: str,
+    concurrency: int,
+    drain_timeout: float,
+    http: str | None,
+    retention: timedelta,
+    log_format: str,
+    log_level: str,
+) -> None:
+    """Run the app's jobs until SIGTERM or SIGINT, then drain and exit 0.
+
+    Safe to start on every instance: each occurrence runs once however many workers run.
+    """
+    configure_logging("json" if log_format == "json" else "text", getattr(logging, log_level))
+    app = load_app(app_spec)
+    try:
+        app.run_worker(
+            concurrency=concurrency, drain_timeout=drain_timeout, http=http, retention=retention
+        )
+    except OncelyError as exc:
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        app.close()
+    # A handler still running after the drain timeout (its lease left to expire) must not keep
+    # the process alive; everything worth keeping is booked or logged by now.
+    logging.shutdown()
+    sys.stdout.flush()
+    os._exit(0)

@@ -1,0 +1,80 @@
+"""Housekeeping: the worker's own upkeep, one worker at a time (DESIGN lesson 12).
+
+Not a scheduled job and not a timer loop: every worker's loop asks `maybe_sweep` when it wakes
+anyway, and whichever worker takes the housekeeping lease sweeps. The lease is kept until it
+expires, so the whole fleet sweeps once per ``every``, however many workers run.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from oncely.engine import Engine, worker_id
+from oncely.model import Sweep
+
+log = logging.getLogger("oncely")
+
+LEASE_NAME = "oncely:housekeeping"
+_PRUNE_BATCH = 1000
+# One sweep deletes at most this many batches; the rest waits for the next sweep, so a first
+# sweep over years of history does not hold the worker's loop for minutes.
+_PRUNE_BATCHES = 50
+
+
+class Housekeeping:
+    """Prunes history older than ``retention`` and reclaims expired leases."""
+
+    def __init__(self, *, retention: timedelta, every: timedelta) -> None:
+        self.retention = retention
+        self.every = every
+        self._next_at: datetime | None = None
+
+    def maybe_sweep(self, engine: Engine, now: datetime) -> int:
+        """Sweep if it is time and this worker gets the lease; return leases reclaimed."""
+        if self._next_at is not None and now < self._next_at:
+            return 0
+        self._next_at = now + self.every
+        store = engine.store
+        lease = store.acquire_lease(LEASE_NAME, worker_id(), self.every, now)
+        if lease is None:
+            return 0
+        budgets = {
+            name: job.retries for name, job in engine.jobs.items() if job.delivery != "at_most_once"
+        }
+        reclaimed = store.reclaim_expired(now, budgets)
+        for lost in reclaimed:
+            log.warning(
+                "oncely: housekeeping: %r at %s: worker %s was lost during attempt %d (lease "
+                "expired); now %s",
+                lost.key,
+                lost.scheduled_for.isoformat(),
+                lost.owner,
+                lost.attempts,
+                lost.status,
+            )
+        pruned = 0
+        for _ in range(_PRUNE_BATCHES):
+            batch = store.prune(now - self.retention, _PRUNE_BATCH)
+            pruned += batch
+            if batch < _PRUNE_BATCH:
+                break
+        sweep = Sweep(
+            worker=worker_id(),
+            started_at=now,
+            finished_at=engine.clock(),
+            pruned=pruned,
+            reclaimed=len(reclaimed),
+            abandoned=0,
+            error=None,
+        )
+        store.record_sweep(sweep)
+        log.info(
+            "oncely: housekeeping by %s: pruned %d occurrence(s) older than %s, reclaimed %d "
+            "expired lease(s)",
+            sweep.worker,
+            pruned,
+            self.retention,
+            len(reclaimed),
+        )
+        return len(reclaimed)

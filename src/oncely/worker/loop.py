@@ -1,0 +1,521 @@
+"""The worker: the one loop in oncely that waits on time (DESIGN lessons 2, 10, 12).
+
+Each turn of the loop (a *cycle*) books what handlers finished, extends the leases of what is
+still running, materialises and claims what is due, hands claims to the handler pool, and then
+sleeps until the next thing that needs it: the next due time (one indexed query), a heartbeat,
+a handler finishing, a ``NOTIFY`` from another process (PostgreSQL), a signal, or at the latest
+``wake_cap`` seconds, so a change no notification announced is still seen.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import select
+import signal
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from types import FrameType
+from typing import TYPE_CHECKING
+
+from oncely.engine import Engine, Job, Run, TickReport, worker_id
+from oncely.engine.execute import Finished, claim_fields, extended
+from oncely.errors import ConfigurationError, OncelyError, StoreError
+from oncely.model import Claim
+from oncely.store import Store, Watch
+from oncely.worker.health import Health
+from oncely.worker.housekeeping import Housekeeping
+from oncely.worker.metrics import Metrics
+from oncely.worker.outage import Outage
+from oncely.worker.server import HttpServer, parse_address
+
+if TYPE_CHECKING:
+    from oncely.app import App
+
+log = logging.getLogger("oncely")
+
+DEFAULT_CONCURRENCY = 8
+DEFAULT_DRAIN_TIMEOUT_S = 30.0
+DEFAULT_WAKE_CAP_S = 30.0
+# Something due that this worker cannot claim (a job only newer code knows, an occurrence
+# buffered behind a running one) would otherwise wake the loop again at once, forever.
+_NOT_OURS_S = 5.0
+# Store users besides the handlers: the loop (claims, bookings, heartbeats) and housekeeping.
+_OWN_CONNECTIONS = 2
+
+
+@dataclass(eq=False)
+class _Held:
+    """A claim this process holds: waiting for a handler slot (run is None) or running."""
+
+    claim: Claim
+    job: Job
+    run: Run | None = None
+
+
+@dataclass
+class _Shared:
+    """What handler threads and the loop share, under ``lock``."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    ready: deque[_Held] = field(default_factory=deque)
+    running: dict[int, _Held] = field(default_factory=dict)
+    finished: list[Finished] = field(default_factory=list)
+    threads: int = 0
+
+
+class Worker:
+    """Runs an app's jobs until stopped: what `oncely run` and `app.run_worker()` start."""
+
+    def __init__(
+        self,
+        app: App,
+        *,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        drain_timeout: float = DEFAULT_DRAIN_TIMEOUT_S,
+        http: str | None = None,
+        retention: timedelta = timedelta(days=30),
+        sweep_every: timedelta = timedelta(minutes=5),
+        wake_cap: float = DEFAULT_WAKE_CAP_S,
+    ) -> None:
+        if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
+            raise ConfigurationError(
+                f"concurrency={concurrency!r}: give a whole number of handlers to run at once, "
+                "1 or more"
+            )
+        if drain_timeout < 0:
+            raise ConfigurationError(f"drain_timeout={drain_timeout!r}: give 0 seconds or more")
+        if wake_cap <= 0:
+            raise ConfigurationError(f"wake_cap={wake_cap!r}: give more than 0 seconds")
+        self.app = app
+        self.clock: Callable[[], datetime] = app.now
+        self.concurrency = concurrency
+        self.drain_timeout = drain_timeout
+        self.wake_cap = wake_cap
+        self.metrics = Metrics()
+        self.health = Health(expected_interval=2 * wake_cap + 5)
+        self.outage = Outage()
+        self.housekeeping = Housekeeping(retention=retention, every=sweep_every)
+        self._engine: Engine | None = None
+        if http is not None:
+            parse_address(http)  # a bad address fails here, not after the loop started
+        self._http_address = http
+        self._server: HttpServer | None = None
+        self._shared = _Shared()
+        self._unbooked: list[Finished] = []
+        self._wake = _Wake()
+        self._stopping = False
+        self._signalled: str | None = None
+        self._changed = True
+        self._due_at: datetime | None = None
+        self._prepared_at = float("-inf")
+        self._more_waiting = False
+        self._watch: Watch | None = None
+        self._watch_supported = True
+
+    @property
+    def engine(self) -> Engine:
+        """The app's engine, opened (store connected, migrated) on first use.
+
+        Opened by the loop, not before it: a database that is down when the worker starts is an
+        outage to wait out like any other, not a reason to exit.
+        """
+        if self._engine is None:
+            engine = self.app._the_engine()
+            engine.store.reserve(self.concurrency + _OWN_CONNECTIONS)
+            self._engine = engine
+        return self._engine
+
+    @property
+    def store(self) -> Store:
+        return self.engine.store
+
+    # --- control -----------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Serve until `stop()` or SIGTERM/SIGINT, then drain; returns when drained.
+
+        Signals are handled only when called on the main thread: the first stops claiming and
+        lets running handlers finish within ``drain_timeout``; a second exits at once.
+        """
+        restore = self._install_signals()
+        if self._http_address is not None:
+            self._server = HttpServer(self._http_address, self.health, self.metrics)
+            self._server.start()
+            log.info("oncely: health and metrics on http://%s", self.http_address)
+        log.info(
+            "oncely: worker %s serving %d job(s) with up to %d handler(s) at once",
+            worker_id(),
+            len(self.app.jobs),
+            self.concurrency,
+        )
+        try:
+            self._loop()
+        finally:
+            restore()
+            if self._watch is not None:
+                self._watch.close()
+            if self._server is not None:
+                self._server.close()
+
+    def stop(self) -> None:
+        """Stop claiming and drain (thread-safe; returns at once, `run` returns when drained)."""
+        self._stopping = True
+        self._wake.set()
+
+    @property
+    def http_address(self) -> str | None:
+        """``HOST:PORT`` of ``/healthz`` and ``/metrics`` while they are served, else None."""
+        if self._server is None or self._http_address is None:
+            return None
+        host, _ = parse_address(self._http_address)
+        return f"{host}:{self._server.port}"
+
+    @property
+    def in_flight(self) -> int:
+        with self._shared.lock:
+            return len(self._shared.running)
+
+    def _install_signals(self) -> Callable[[], None]:
+        if threading.current_thread() is not threading.main_thread():
+            return lambda: None
+        previous = {sig: signal.signal(sig, self._on_signal) for sig in _STOP_SIGNALS}
+
+        def restore() -> None:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+        return restore
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        # Only flags and a pipe write here: the handler runs between any two bytecodes of the
+        # main thread, and taking a lock that thread holds (logging's, a queue's) would hang.
+        if self._stopping:
+            os.write(2, f"oncely: second {signal.Signals(signum).name}: exiting now\n".encode())
+            os._exit(128 + signum)
+        self._signalled = signal.Signals(signum).name
+        self.stop()
+
+    # --- the loop ----------------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        drain_until: float | None = None
+        while True:
+            if self._stopping:
+                if drain_until is None:
+                    drain_until = time.monotonic() + self.drain_timeout
+                    log.info(
+                        "oncely: %s: no new claims; waiting up to %.0f s for %d running "
+                        "handler(s)%s",
+                        self._signalled or "stopping",
+                        self.drain_timeout,
+                        self.in_flight,
+                        " (send it again to exit at once)" if self._signalled else "",
+                    )
+                    self._release_waiting()
+                if not self._busy() or time.monotonic() >= drain_until:
+                    break
+            delay = self._cycle(draining=drain_until is not None)
+            if drain_until is not None:
+                if not self._busy():
+                    break
+                delay = min(delay, max(drain_until - time.monotonic(), 0.0))
+            self._wake.wait(delay)
+        self._finish_draining()
+
+    def _cycle(self, *, draining: bool) -> float:
+        """One turn of the loop; returns how many seconds it may sleep."""
+        started = time.monotonic()
+        try:
+            self._ensure_watch()
+            booked = self._book()
+            self._heartbeat()
+            if not draining:
+                self._serve(booked)
+        except OncelyError as exc:
+            self.health.tick_failed(str(exc))
+            self.metrics.tick_failed()
+            return self.outage.failed(exc, "tick")
+        self.outage.recovered()
+        self.health.tick_succeeded()
+        self.metrics.tick(time.monotonic() - started)
+        return self._delay(draining)
+
+    def _serve(self, booked: int) -> None:
+        """Materialise when something came due or changed, then claim and hand out claims."""
+        now = self.clock()
+        prepare = (
+            self._changed
+            or self._due_at is None
+            or now >= self._due_at
+            or time.monotonic() - self._prepared_at >= self.wake_cap
+        )
+        if prepare:
+            self._changed = False
+            self.engine.prepare(TickReport())
+            self._prepared_at = time.monotonic()
+            self.metrics.reclaimed(self.housekeeping.maybe_sweep(self.engine, now))
+        if prepare or booked or self._more_waiting:
+            self._claim()
+        if prepare:
+            self._due_at = self._next_due(now)
+        self._dispatch()
+
+    def _next_due(self, now: datetime) -> datetime:
+        due = self.store.next_due_at()
+        if due is None:
+            return now + timedelta(seconds=self.wake_cap)
+        if due <= now and not self._more_waiting:
+            return now + timedelta(seconds=min(_NOT_OURS_S, self.wake_cap))
+        return due
+
+    def _delay(self, draining: bool) -> float:
+        now = self.clock()
+        delays = [self.wake_cap]
+        if not draining:
+            if self._more_waiting and self._capacity() > 0:
+                return 0.0
+            if self._due_at is not None:
+                delays.append((self._due_at - now).total_seconds())
+        beat = self._next_heartbeat()
+        if beat is not None:
+            delays.append((beat - now).total_seconds())
+        return max(min(delays), 0.0)
+
+    def _busy(self) -> bool:
+        with self._shared.lock:
+            busy = bool(self._shared.running or self._shared.finished)
+        return busy or bool(self._unbooked)
+
+    # --- claims and handlers ------------------------------------------------------------------
+
+    def _capacity(self) -> int:
+        """Claims to take now: one per handler slot, and as many again waiting for a slot."""
+        with self._shared.lock:
+            held = len(self._shared.ready) + len(self._shared.running)
+        return 2 * self.concurrency - held
+
+    def _claim(self) -> None:
+        capacity = self._capacity()
+        if capacity <= 0:
+            self._more_waiting = True
+            return
+        claims = self.engine.claim(capacity)
+        self._more_waiting = len(claims) == capacity
+        reclaimed = sum(1 for claim in claims if claim.reclaimed)
+        if reclaimed:
+            self.metrics.reclaimed(reclaimed)
+        with self._shared.lock:
+            self._shared.ready.extend(_Held(c, self.engine.jobs[c.job]) for c in claims)
+
+    def _dispatch(self) -> None:
+        shared = self._shared
+        with shared.lock:
+            start = min(self.concurrency - shared.threads, len(shared.ready))
+            shared.threads += start
+        # Daemon threads: a handler still running after the drain timeout must not keep the
+        # process from exiting (a pool's threads are joined at interpreter exit).
+        for _ in range(start):
+            threading.Thread(target=self._handle, name="oncely-handler", daemon=True).start()
+
+    def _handle(self) -> None:
+        """A handler thread: run waiting claims one after another until none is left."""
+        shared = self._shared
+        try:
+            while not self._stopping:
+                with shared.lock:
+                    if not shared.ready:
+                        break
+                    held = shared.ready.popleft()
+                    shared.running[held.claim.occurrence_id] = held
+                    self.metrics.in_flight(len(shared.running))
+                try:
+                    finished = self._run_one(held)
+                finally:
+                    with shared.lock:
+                        del shared.running[held.claim.occurrence_id]
+                        self.metrics.in_flight(len(shared.running))
+                        if finished is not None:
+                            shared.finished.append(finished)
+                self._wake.set()
+        except BaseException:
+            log.exception("oncely: a handler thread failed; its claims are left to expire")
+            raise
+        finally:
+            with shared.lock:
+                shared.threads -= 1
+            self._wake.set()
+
+    def _run_one(self, held: _Held) -> Finished | None:
+        executor, job = self.engine.executor, held.job
+        started = executor.start(held.claim, job)
+        if isinstance(started, Finished):
+            return started
+        held.run = started
+        claim = held.claim
+        if claim.attempt == 1:
+            self.metrics.lag(job.name, (self.clock() - claim.scheduled_for).total_seconds())
+        try:
+            result = executor.call(started, job)
+        except StoreError as exc:
+            log.warning(
+                "oncely: %s %r: the transaction of attempt %d could not commit (%s); its "
+                "writes rolled back and it runs again once its lease expires",
+                job.name,
+                claim.key,
+                claim.attempt,
+                exc,
+                extra=claim_fields(claim),
+            )
+            self.metrics.outcome(job.name, "unbooked")
+            return None
+        if isinstance(result, Finished):
+            return result
+        self.metrics.outcome(job.name, result)
+        return None
+
+    def _book(self) -> int:
+        """Book finished attempts; keep what the store did not take, to book next cycle."""
+        with self._shared.lock:
+            self._unbooked.extend(self._shared.finished)
+            self._shared.finished.clear()
+        if not self._unbooked:
+            return 0
+        booked = self.engine.executor.book(self._unbooked)
+        for finished, outcome in booked:
+            self.metrics.outcome(finished.job.name, outcome)
+        return len(booked)
+
+    # --- leases ------------------------------------------------------------------------------
+
+    def _held(self) -> list[_Held]:
+        with self._shared.lock:
+            return [*self._shared.running.values(), *self._shared.ready]
+
+    def _next_heartbeat(self) -> datetime | None:
+        held = self._held()
+        return min((_heartbeat_at(h) for h in held), default=None)
+
+    def _heartbeat(self) -> None:
+        """Extend the lease of every held claim that has used a third of it.
+
+        A claim whose lease was taken over meanwhile (this process was paused past its expiry)
+        is told so through ``run.lease_lost``; its completion will be refused when booked.
+        """
+        now = self.clock()
+        for held in self._held():
+            if now < _heartbeat_at(held):
+                continue
+            until = now + held.job.lease
+            if self.store.extend(held.claim, until):
+                held.claim = extended(held.claim, until)
+                if held.run is not None:
+                    held.run.claim = held.claim
+                continue
+            log.warning(
+                "oncely: %s %r at %s: lease lost to another worker (this process was too slow "
+                "or paused past %s); run.lease_lost is now True and its completion will be refused",
+                held.job.name,
+                held.claim.key,
+                held.claim.scheduled_for.isoformat(),
+                held.claim.lease_expires_at.isoformat(),
+                extra=claim_fields(held.claim),
+            )
+            if held.run is not None:
+                held.run.mark_lease_lost()
+            with self._shared.lock:
+                if held in self._shared.ready:
+                    self._shared.ready.remove(held)
+
+    # --- wake-ups and shutdown ----------------------------------------------------------------
+
+    def _ensure_watch(self) -> None:
+        if not self._watch_supported or (self._watch is not None and self._watch.alive):
+            return
+        self._watch = self.store.watch(self._on_change)
+        self._watch_supported = self._watch is not None
+
+    def _on_change(self) -> None:
+        self._changed = True
+        self._wake.set()
+
+    def _release_waiting(self) -> None:
+        with self._shared.lock:
+            waiting = [held.claim for held in self._shared.ready]
+            self._shared.ready.clear()
+        if not waiting:
+            return
+        try:
+            released = self.store.release(waiting, self.clock())
+        except OncelyError as exc:
+            log.warning(
+                "oncely: could not give back %d claimed occurrence(s) that never started (%s); "
+                "they run once their leases expire",
+                len(waiting),
+                exc,
+            )
+            return
+        self.metrics.outcome("*", "released", released)
+        log.info("oncely: gave back %d claimed occurrence(s) that had not started", released)
+
+    def _finish_draining(self) -> None:
+        try:
+            self._book()
+        except OncelyError as exc:
+            log.warning("oncely: %d outcome(s) could not be booked (%s)", len(self._unbooked), exc)
+        if self._unbooked:
+            log.warning(
+                "oncely: exiting with %d outcome(s) not booked; those occurrences run again "
+                "once their leases expire",
+                len(self._unbooked),
+            )
+        still = [h.claim for h in self._held()]
+        for claim in still:
+            log.warning(
+                "oncely: %s %r at %s still running after the %.0f s drain timeout; its lease "
+                "(until %s) is left to expire",
+                claim.job,
+                claim.key,
+                claim.scheduled_for.isoformat(),
+                self.drain_timeout,
+                claim.lease_expires_at.isoformat(),
+                extra=claim_fields(claim),
+            )
+        log.info("oncely: worker %s stopped", worker_id())
+
+
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class _Wake:
+    """What the loop sleeps on: a pipe, so that a signal handler can wake it without a lock.
+
+    (`threading.Event.set` takes a lock; from a signal handler that interrupted the loop's own
+    `Event.wait`, that could hang.)
+    """
+
+    def __init__(self) -> None:
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._read, False)
+        os.set_blocking(self._write, False)
+
+    def set(self) -> None:
+        with contextlib.suppress(BlockingIOError):  # full pipe: a wake-up is pending anyway
+            os.write(self._write, b"!")
+
+    def wait(self, timeout: float) -> None:
+        """Sleep up to ``timeout`` seconds or until `set`; clears pending wake-ups."""
+        select.select([self._read], [], [], max(timeout, 0.0))
+        with contextlib.suppress(BlockingIOError):
+            while os.read(self._read, 4096):
+                pass
+
+
+def _heartbeat_at(held: _Held) -> datetime:
+    """When ``held`` has used a third of its job's lease."""
+    return held.claim.lease_expires_at - held.job.lease * 2 / 3

@@ -1,0 +1,128 @@
+"""The worker's Prometheus metrics, in a registry of its own.
+
+Each `Metrics` owns its `CollectorRegistry`, never prometheus_client's global one: several workers
+live in one test process (and in one web-server process, with `app.start()`), and a second
+registration of a name in the global registry raises.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+OUTCOMES = frozenset(
+    {"succeeded", "retrying", "failed", "skipped", "abandoned", "lease_lost", "released"}
+)
+"""The ``status`` label values of ``oncely_occurrences_total``."""
+
+BUCKETS_S = (
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+    120.0,
+    300.0,
+)
+"""Histogram buckets in seconds, from 1 ms to 5 min."""
+
+
+class Metrics:
+    """Counters, histograms and a gauge of what this worker did, rendered for `/metrics`.
+
+    Families: ``oncely_occurrences_total{job,status}`` (outcomes booked by this worker),
+    ``oncely_lag_seconds{job}`` (due time to start), ``oncely_tick_duration_seconds``,
+    ``oncely_tick_failures_total``, ``oncely_leases_reclaimed_total``, ``oncely_in_flight``.
+    Safe to call from several threads (prometheus_client locks each value).
+    """
+
+    content_type: str = CONTENT_TYPE_LATEST
+    """The Content-Type of `render()`'s bytes."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self._occurrences = Counter(
+            "oncely_occurrences_total",
+            "Occurrence outcomes booked by this worker.",
+            ("job", "status"),
+            registry=self.registry,
+        )
+        self._lag = Histogram(
+            "oncely_lag_seconds",
+            "Seconds from an occurrence's due time to the start of its attempt.",
+            ("job",),
+            buckets=BUCKETS_S,
+            registry=self.registry,
+        )
+        self._tick = Histogram(
+            "oncely_tick_duration_seconds",
+            "Seconds a tick of this worker took.",
+            buckets=BUCKETS_S,
+            registry=self.registry,
+        )
+        self._tick_failures = Counter(
+            "oncely_tick_failures_total",
+            "Ticks of this worker that failed.",
+            registry=self.registry,
+        )
+        self._reclaimed = Counter(
+            "oncely_leases_reclaimed_total",
+            "Expired leases this worker reclaimed.",
+            registry=self.registry,
+        )
+        self._in_flight = Gauge(
+            "oncely_in_flight",
+            "Attempts running on this worker now.",
+            registry=self.registry,
+        )
+
+    def outcome(self, job: str, status: str, n: int = 1) -> None:
+        """Count ``n`` occurrences of ``job`` booked with ``status`` (one of `OUTCOMES`).
+
+        Raises ValueError for another status: a typo would otherwise start a series no dashboard
+        looks at.
+        """
+        if status not in OUTCOMES:
+            raise ValueError(f"unknown outcome {status!r}; expected one of {sorted(OUTCOMES)}")
+        self._occurrences.labels(job=job, status=status).inc(n)
+
+    def lag(self, job: str, seconds: float) -> None:
+        """Observe the lag of one attempt of ``job``; a negative lag (early start) counts as 0."""
+        # A negative observation would lower the histogram's sum, and average lag with it.
+        self._lag.labels(job=job).observe(max(0.0, seconds))
+
+    def tick(self, seconds: float) -> None:
+        """Observe the duration of one tick."""
+        self._tick.observe(seconds)
+
+    def tick_failed(self) -> None:
+        """Count one failed tick."""
+        self._tick_failures.inc()
+
+    def reclaimed(self, n: int) -> None:
+        """Count ``n`` expired leases reclaimed."""
+        self._reclaimed.inc(n)
+
+    def in_flight(self, n: int) -> None:
+        """Set the number of attempts running now."""
+        self._in_flight.set(n)
+
+    def render(self) -> bytes:
+        """Every family in the text exposition format (of `content_type`)."""
+        return generate_latest(self.registry)

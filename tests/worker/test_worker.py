@@ -1,0 +1,239 @@
+"""The worker loop on a real store: wake-ups, concurrency, heartbeats, lease loss, housekeeping."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from _serving import eventually, serving
+
+import oncely
+from oncely.errors import ConfigurationError
+from oncely.worker import Worker
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _status(app: oncely.App, key: str) -> str | None:
+    found = app.history(key=key, limit=1)
+    return found[0].status if found else None
+
+
+def test_a_deferred_occurrence_runs_when_it_comes_due(url: str) -> None:
+    app = oncely.App(url)
+    ran: list[datetime] = []
+
+    @app.job()
+    def remind(run: oncely.Run) -> None:
+        ran.append(_now())
+
+    due = _now() + timedelta(seconds=1)
+    app.defer(remind, at=due, key="r1")
+    with serving(app):
+        eventually(lambda: _status(app, "r1") == "succeeded", what="r1 to succeed")
+    assert len(ran) == 1
+    assert ran[0] >= due
+    app.close()
+
+
+def test_concurrency_bounds_handlers_running_at_once(url: str) -> None:
+    app = oncely.App(url)
+    lock = threading.Lock()
+    running, most = 0, 0
+
+    @app.job(overlap="allow")
+    def work(run: oncely.Run) -> None:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        time.sleep(0.2)
+        with lock:
+            running -= 1
+
+    for n in range(9):
+        app.defer(work, at=_now(), key=f"w{n}")
+    with serving(app, concurrency=3):
+        eventually(
+            lambda: all(_status(app, f"w{n}") == "succeeded" for n in range(9)),
+            what="nine handlers",
+        )
+    assert most == 3
+    app.close()
+
+
+def test_async_handlers_share_one_event_loop(url: str) -> None:
+    app = oncely.App(url)
+    loops: set[int] = set()
+
+    @app.job(overlap="allow")
+    async def fetch(run: oncely.Run) -> None:
+        loops.add(id(asyncio.get_running_loop()))
+        await asyncio.sleep(0.05)
+
+    for n in range(6):
+        app.defer(fetch, at=_now(), key=f"a{n}")
+    with serving(app, concurrency=3):
+        eventually(lambda: all(_status(app, f"a{n}") == "succeeded" for n in range(6)))
+    assert len(loops) == 1
+    app.close()
+
+
+def test_a_handler_longer_than_its_lease_keeps_it_by_heartbeats(url: str) -> None:
+    app = oncely.App(url)
+    lost: list[bool] = []
+
+    @app.job(lease=timedelta(seconds=1))
+    def long(run: oncely.Run) -> None:
+        time.sleep(2.5)
+        lost.append(run.lease_lost)
+
+    app.defer(long, at=_now(), key="long")
+    with serving(app), serving(oncely.App(url)) as other:
+        eventually(lambda: _status(app, "long") == "succeeded", what="the long handler")
+        assert other.in_flight == 0
+    [occurrence] = app.history(key="long")
+    assert occurrence.attempts == 1
+    assert lost == [False]
+    app.close()
+
+
+def test_a_handler_whose_lease_is_taken_over_is_told_and_its_completion_refused(
+    url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    if url.startswith("sqlite"):
+        pytest.skip("a second app ticking while the first worker runs is covered on PostgreSQL")
+    app = oncely.App(url)
+    release = threading.Event()
+    seen: list[bool] = []
+
+    @app.job(lease=timedelta(seconds=3))
+    def pay(run: oncely.Run) -> None:
+        release.wait(20)
+        seen.append(run.lease_lost)
+
+    thief = oncely.App(url, clock=lambda: _now() + timedelta(seconds=10))
+
+    @thief.job(lease=timedelta(seconds=3))
+    def pay(run: oncely.Run) -> None:  # noqa: F811 -- the same job, in another instance
+        seen.append(False)
+
+    app.defer("pay", at=_now(), key="pay")
+    with caplog.at_level(logging.WARNING, logger="oncely"), serving(app) as worker:
+        eventually(lambda: worker.in_flight == 1, what="the handler to start")
+        # The other instance's clock is 10 s ahead: for it the lease has expired, as it would
+        # have for real had this process been paused; it takes the occurrence over.
+        assert thief.tick().ran == 1
+        eventually(lambda: "lease lost to another worker" in caplog.text, what="the heartbeat")
+        release.set()
+        eventually(lambda: "completion is refused" in caplog.text, what="the refusal")
+    [occurrence] = app.history(key="pay")
+    assert (occurrence.status, occurrence.attempts) == ("succeeded", 2)
+    assert seen == [False, True]
+    thief.close()
+    app.close()
+
+
+def test_housekeeping_prunes_old_history_once_per_fleet(url: str) -> None:
+    old = _now() - timedelta(days=40)
+    past = oncely.App(url, clock=lambda: old)
+
+    @past.job()
+    def report(run: oncely.Run) -> None: ...
+
+    past.defer(report, at=old, key="old")
+    past.tick()
+    assert _status(past, "old") == "succeeded"
+    past.close()
+
+    apps = [oncely.App(url), oncely.App(url)]
+    for app in apps:
+        app.job(name="report")(lambda run: None)
+    with serving(apps[0]), serving(apps[1]):
+        eventually(lambda: apps[0].history(key="old") == [], what="the old run to be pruned")
+        time.sleep(0.3)
+    sweeps = apps[0].store.sweeps()
+    assert len(sweeps) == 1
+    assert sweeps[0].pruned == 1
+    for app in apps:
+        app.close()
+
+
+def test_bad_worker_options_are_configuration_errors(url: str) -> None:
+    app = oncely.App(url)
+    for options in ({"concurrency": 0}, {"drain_timeout": -1}, {"http": "localhost"}):
+        with pytest.raises(ConfigurationError):
+            Worker(app, **options).run()
+    app.close()
+
+
+def test_more_transactional_handlers_than_pooled_connections_do_not_starve_the_loop(
+    postgres_url: str,
+) -> None:
+    app = oncely.App(postgres_url)
+    held = threading.Barrier(12, timeout=20)
+
+    @app.job(delivery="transactional", overlap="allow")
+    def write(run: oncely.Run) -> None:
+        run.connection.execute("SELECT 1")
+        held.wait()  # all twelve hold a connection at the same moment
+
+    for n in range(12):
+        app.defer(write, at=_now(), key=f"t{n}")
+    with serving(app, concurrency=12):
+        eventually(
+            lambda: all(_status(app, f"t{n}") == "succeeded" for n in range(12)),
+            timeout=30,
+            what="twelve transactional handlers",
+        )
+    app.close()
+
+
+def test_postgres_notify_wakes_a_sleeping_worker_at_once(postgres_url: str) -> None:
+    app = oncely.App(postgres_url)
+    ran: list[datetime] = []
+
+    @app.job()
+    def ping(run: oncely.Run) -> None:
+        ran.append(_now())
+
+    other = oncely.App(postgres_url)
+    other.job(name="ping")(lambda run: None)
+    with serving(app, wake_cap=30.0) as worker:
+        eventually(lambda: worker.in_flight == 0 and app.store is not None)
+        time.sleep(1.0)  # the worker is asleep now, until its 30 s cap
+        deferred = _now()
+        other.defer("ping", at=deferred, key="ping")
+        eventually(lambda: len(ran) == 1, timeout=10, what="the deferred ping")
+    print(f"deferred in another app; ran {(ran[0] - deferred).total_seconds() * 1000:.0f} ms later")
+    assert (ran[0] - deferred).total_seconds() < 2.0
+    other.close()
+    app.close()
+
+
+def test_stopping_gives_back_claims_that_never_started(url: str) -> None:
+    app = oncely.App(url)
+    started = threading.Event()
+
+    @app.job(overlap="allow")
+    def slow(run: oncely.Run) -> None:
+        started.set()
+        time.sleep(1.0)
+
+    for n in range(2):
+        app.defer(slow, at=_now(), key=f"s{n}")
+    with serving(app, concurrency=1) as worker:
+        eventually(started.is_set, what="the first handler")
+        eventually(lambda: {_status(app, "s0"), _status(app, "s1")} == {"running"})
+        assert worker.in_flight == 1
+    statuses = sorted(
+        (_status(app, f"s{n}"), app.history(key=f"s{n}")[0].attempts) for n in range(2)
+    )
+    assert statuses == [("pending", 0), ("succeeded", 1)]
+    app.close()
