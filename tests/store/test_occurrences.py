@@ -176,3 +176,15 @@ def test_dst_details_are_kept_for_audit(store: Store) -> None:
     )
     (kept,) = store.history(None)
     assert (kept.local_wall, kept.fold, kept.dst, kept.ordinal) == (wall, 1, "fold-second", 7)
+
+
+def test_next_due_counts_only_what_a_claim_of_these_jobs_could_take(store: Store) -> None:
+    schedule(store)
+    store.materialise(
+        None, "sync", planned(0), expected_next_run_at=at(0), next_run_at=at(3), now=NOW
+    )
+    assert store.next_due_at(["sync"]) == at(0)
+    assert store.next_due_at(["report"]) is None  # a worker without the job sleeps on
+    store.set_paused(None, "sync", True, NOW)
+    assert store.next_due_at(["sync"]) is None  # paused: neither the waiting one nor the next
+    assert store.next_due_at() is None

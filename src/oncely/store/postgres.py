@@ -487,10 +487,11 @@ class PostgresStore(Store):
         with self._connect() as connection:
             yield connection
 
-    def next_due_at(self) -> datetime | None:
+    def next_due_at(self, jobs: Collection[str] | None = None) -> datetime | None:
+        params = {"jobs": None if jobs is None else sorted(jobs)}
         with self._connect() as connection:
-            schedule = connection.execute(self._sql["next_schedule_due"]).fetchone()
-            occurrence = connection.execute(self._sql["next_occurrence_due"]).fetchone()
+            schedule = connection.execute(self._sql["next_schedule_due"], params).fetchone()
+            occurrence = connection.execute(self._sql["next_occurrence_due"], params).fetchone()
         due = [
             row["min"].astimezone(UTC)
             for row in (schedule, occurrence)

@@ -519,10 +519,12 @@ class SqliteStore(Store):
                 self._opened.remove(connection)
             connection.close()
 
-    def next_due_at(self) -> datetime | None:
+    def next_due_at(self, jobs: Collection[str] | None = None) -> datetime | None:
+        params = {"jobs": None if jobs is None else json.dumps(sorted(jobs))}
         with self._connect() as connection:
-            schedule = connection.execute(self._sql["next_schedule_due"]).fetchone()[0]
-            occurrence = connection.execute(self._sql["next_occurrence_due"]).fetchone()[0]
+            schedule = connection.execute(self._sql["next_schedule_due"], params).fetchone()[0]
+            found = connection.execute(self._sql["next_occurrence_due"], params).fetchone()
+            occurrence = None if found is None else found[0]
         due = [from_micros(v) for v in (schedule, occurrence) if v is not None]
         return min(due, default=None)
 

@@ -42,8 +42,8 @@ log = logging.getLogger("oncely")
 DEFAULT_CONCURRENCY = 8
 DEFAULT_DRAIN_TIMEOUT_S = 30.0
 DEFAULT_WAKE_CAP_S = 30.0
-# Something due that this worker cannot claim (a job only newer code knows, an occurrence
-# buffered behind a running one) would otherwise wake the loop again at once, forever.
+# Something due that this worker cannot claim yet (an occurrence buffered behind one another
+# worker runs) would otherwise wake the loop again at once, forever.
 _NOT_OURS_S = 5.0
 # Store users besides the handlers: the loop (claims, bookings, heartbeats) and housekeeping.
 _OWN_CONNECTIONS = 2
@@ -267,7 +267,7 @@ class Worker:
         self._dispatch()
 
     def _next_due(self, now: datetime) -> datetime:
-        due = self.store.next_due_at()
+        due = self.store.next_due_at(self.engine.jobs)
         if due is None:
             return now + timedelta(seconds=self.wake_cap)
         if due <= now and not self._more_waiting:

@@ -103,12 +103,22 @@ VALUES
 ON CONFLICT (schedule_id, scheduled_for) DO NOTHING;
 
 -- name: next_schedule_due
+-- jobs NULL: any job.
 SELECT min(next_run_at) FROM oncely_schedules
-WHERE status = 'active' AND NOT paused AND next_run_at IS NOT NULL;
+WHERE status = 'active' AND NOT paused AND next_run_at IS NOT NULL
+  AND (%(jobs)s::text[] IS NULL OR job = ANY(%(jobs)s::text[]));
 
 -- name: next_occurrence_due
--- The earliest time a waiting or retrying occurrence may run (the other half of the wake-up).
-SELECT min(run_after) FROM oncely_occurrences WHERE status IN ('pending', 'retrying');
+-- The earliest time a waiting or retrying occurrence may be claimed (the other half of the
+-- wake-up), with the claim's own admission: an occurrence of a paused schedule, or of a job the
+-- caller does not run, woke a worker that could not claim it, again and again. ORDER BY ...
+-- LIMIT 1 rather than min(): min() over the join read every waiting row.
+SELECT o.run_after AS min
+FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
+WHERE o.status IN ('pending', 'retrying') AND NOT s.paused AND s.status <> 'removed'
+  AND (%(jobs)s::text[] IS NULL OR s.job = ANY(%(jobs)s::text[]))
+ORDER BY o.run_after, o.id
+LIMIT 1;
 
 -- name: select_history
 -- Each filter's NULL arm is spelled out: a NULL filter means "any", never "matches NULL".

@@ -102,12 +102,21 @@ VALUES
 ON CONFLICT (schedule_id, scheduled_for) DO NOTHING;
 
 -- name: next_schedule_due
+-- jobs NULL: any job.
 SELECT min(next_run_at) FROM oncely_schedules
-WHERE status = 'active' AND paused = 0 AND next_run_at IS NOT NULL;
+WHERE status = 'active' AND paused = 0 AND next_run_at IS NOT NULL
+  AND (:jobs IS NULL OR job IN (SELECT value FROM json_each(:jobs)));
 
 -- name: next_occurrence_due
--- The earliest time a waiting or retrying occurrence may run (the other half of the wake-up).
-SELECT min(run_after) FROM oncely_occurrences WHERE status IN ('pending', 'retrying');
+-- The earliest time a waiting or retrying occurrence may be claimed (the other half of the
+-- wake-up), with the claim's own admission: an occurrence of a paused schedule, or of a job the
+-- caller does not run, woke a worker that could not claim it, again and again.
+SELECT o.run_after
+FROM oncely_occurrences o CROSS JOIN oncely_schedules s ON s.id = o.schedule_id
+WHERE o.status IN ('pending', 'retrying') AND s.paused = 0 AND s.status <> 'removed'
+  AND (:jobs IS NULL OR s.job IN (SELECT value FROM json_each(:jobs)))
+ORDER BY o.run_after, o.id
+LIMIT 1;
 
 -- name: select_history
 -- Each filter's NULL arm is spelled out: a NULL filter means "any", never "matches NULL".
