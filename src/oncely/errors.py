@@ -37,6 +37,15 @@ class Terminal(OncelyError):
 class LockHeld(OncelyError):
     """The lock is held by another owner."""
 
+    def __init__(self, message: str, *, holder: str | None = None) -> None:
+        super().__init__(message)
+        self.holder = holder
+
+
+class LockUnavailable(OncelyError):
+    """The lock's provider cannot be reached, so nobody can tell who holds the lock: what it
+    guards does not run (fail closed)."""
+
 
 class StoreError(OncelyError):
     """The store refused the operation; nothing of it was written."""
