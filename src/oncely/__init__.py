@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from oncely import locks, testing
 from oncely.app import App, TenantView
 from oncely.engine import Explanation, Job, Run, TickReport
 from oncely.errors import (
@@ -9,6 +10,7 @@ from oncely.errors import (
     InvalidPayload,
     InvalidSchedule,
     LockHeld,
+    LockUnavailable,
     NaiveDatetime,
     OncelyError,
     StoreError,
@@ -39,6 +41,7 @@ __all__ = [
     "InvalidSchedule",
     "Job",
     "LockHeld",
+    "LockUnavailable",
     "NaiveDatetime",
     "Occurrence",
     "OncelyError",
@@ -56,9 +59,11 @@ __all__ = [
     "at",
     "cron",
     "every",
+    "locks",
     "parse_cron",
     "parse_rrule",
     "rrule",
+    "testing",
     "validate_cron",
     "validate_rrule",
 ]

@@ -22,6 +22,7 @@ from oncely.engine import (
     Misfire,
     Run,
     TickReport,
+    worker_id,
 )
 from oncely.errors import (
     ConfigurationError,
@@ -29,6 +30,7 @@ from oncely.errors import (
     TenantMismatch,
     UnknownJob,
 )
+from oncely.locks import Lock, LockProvider, StoreProvider
 from oncely.model import Occurrence, OccurrenceStatus, Overlap, Planned, Schedule
 from oncely.recurrence import At, Instance, RRule, Trigger, as_utc
 from oncely.store import DEFAULT_URL, Store, StoreUrl, open_store
@@ -246,6 +248,34 @@ class App:
     def tick(self) -> TickReport:
         """Run everything due now, in this process. Raises `TickFailed` naming a failed step."""
         return self._the_engine().tick()
+
+    def lock(
+        self,
+        name: str,
+        *,
+        at_most: timedelta,
+        at_least: timedelta = timedelta(0),
+        provider: LockProvider | None = None,
+        blocking: bool = False,
+        timeout: float | None = None,
+    ) -> Lock:
+        """A distributed lock named ``name`` (see `oncely.locks.Lock`).
+
+        As a decorator (sync or async) the call is skipped, returning None, while another holds
+        it; as a context manager it raises `LockHeld` (or, ``blocking=True``, waits up to
+        ``timeout`` seconds first). ``provider`` None is this app's database (timed by the
+        database server's clock on PostgreSQL); ``oncely.locks.redis(url)`` is Redis/Valkey.
+        """
+        chosen = provider if provider is not None else StoreProvider(lambda: self.store, self.now)
+        return Lock(
+            name,
+            at_most=at_most,
+            at_least=at_least,
+            provider=chosen,
+            owner=worker_id,
+            blocking=blocking,
+            timeout=timeout,
+        )
 
     def run_worker(
         self,

@@ -37,7 +37,7 @@ class Terminal(OncelyError):
 class LockHeld(OncelyError):
     """The lock is held by another owner."""
 
-    def __init__(self, message: str, *, holder: str | None = None) -> None:
+    def __init__(self, message: str | None = None, *, holder: str | None = None) -> None:
         super().__init__(message)
         self.holder = holder
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from _engine_support import Clock, MakeApp
+from _engine_support import START, MakeApp
 
 import oncely
+from oncely.testing import Clock
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -19,7 +20,7 @@ def url(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Clock(START)
 
 
 @pytest.fixture

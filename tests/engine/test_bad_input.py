@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import pytest
-from _engine_support import Clock
 
 import oncely
+from oncely.testing import Clock
 
 
 @pytest.fixture

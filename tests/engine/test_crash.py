@@ -11,9 +11,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from _engine_support import Clock, MakeApp
+from _engine_support import MakeApp
 
 import oncely
+from oncely.testing import Clock
 
 HERE = Path(__file__).parent
 

@@ -7,9 +7,10 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from _engine_support import Clock, MakeApp
+from _engine_support import MakeApp
 
 import oncely
+from oncely.testing import Clock
 
 
 def param(app: oncely.App) -> str:

@@ -10,9 +10,10 @@ from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
-from _engine_support import Clock, MakeApp
+from _engine_support import MakeApp
 
 import oncely
+from oncely.testing import Clock
 
 HERE = Path(__file__).parent
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from _engine_support import Clock
 
 import oncely
+from oncely.testing import Clock
 
 
 def test_explain_shows_dst_notes_skips_with_reasons_and_the_lease_holder(

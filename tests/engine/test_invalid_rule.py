@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 
 import pytest
-from _engine_support import Clock
 
 import oncely
+from oncely.testing import Clock
 
 
 def damage(app: oncely.App, key: str, spec: str) -> None:

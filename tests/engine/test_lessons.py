@@ -13,9 +13,10 @@ from collections import Counter
 from datetime import timedelta
 
 import pytest
-from _engine_support import Clock, MakeApp
+from _engine_support import MakeApp
 
 import oncely
+from oncely.testing import Clock
 
 
 def test_lesson_01_hourly_in_code_is_not_hourly_per_instance(

@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from _engine_support import Clock, MakeApp
+from _engine_support import MakeApp
 
 import oncely
+from oncely.testing import Clock
 
 
 def downtime(make_app: MakeApp, clock: Clock, misfire: str, **options: object) -> oncely.App:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-from _engine_support import Clock, MakeApp
+from _engine_support import MakeApp
 
 import oncely
+from oncely.testing import Clock
 
 
 def test_saving_the_same_schedule_again_keeps_its_next_run(app: oncely.App, clock: Clock) -> None:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from _engine_support import Clock, MakeApp
+from _engine_support import MakeApp
 
 import oncely
+from oncely.testing import Clock
 
 
 def overlapping(make_app: MakeApp, clock: Clock, overlap: str) -> tuple[oncely.App, list[str]]:

@@ -7,10 +7,11 @@ import logging
 from datetime import timedelta
 
 import pytest
-from _engine_support import Clock, MakeApp
+from _engine_support import MakeApp
 
 import oncely
 from oncely.engine.retry import BACKOFF_CAP, backoff_ceiling
+from oncely.testing import Clock
 
 
 def failing_until_final(app: oncely.App, clock: Clock, key: str) -> list[oncely.Occurrence]:

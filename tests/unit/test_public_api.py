@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 import pytest
 
 import oncely
@@ -17,7 +19,14 @@ RECURRENCE_API = {
     "validate_cron",
     "parse_cron",
 }
-ERRORS = {"OncelyError", "InvalidSchedule", "Terminal", "LockHeld", "StoreUnavailable"}
+ERRORS = {
+    "OncelyError",
+    "InvalidSchedule",
+    "Terminal",
+    "LockHeld",
+    "LockUnavailable",
+    "StoreUnavailable",
+}
 
 
 def test_recurrence_api_and_errors_are_exported() -> None:
@@ -49,3 +58,14 @@ def test_invalid_schedule_carries_rule_reason_and_hint() -> None:
 
 def test_unknown_schedule_is_also_a_lookup_error() -> None:
     assert issubclass(oncely.UnknownSchedule, LookupError)
+
+
+def test_locks_and_the_test_clock_are_reachable_as_designed() -> None:
+    assert callable(oncely.locks.redis)
+    assert oncely.locks.Lock is not None
+
+    clock = oncely.testing.Clock()
+    before = clock()
+    assert clock.advance(minutes=5) - before == timedelta(minutes=5)
+    with pytest.raises(oncely.NaiveDatetime):
+        oncely.testing.Clock(datetime(2026, 1, 1))

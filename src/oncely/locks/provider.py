@@ -41,5 +41,6 @@ class LockProvider(ABC):
     def holder(self, name: str) -> Lease | None:
         """The unexpired lease on ``name``, if any (for messages: it may change at once)."""
 
+    @abstractmethod
     def close(self) -> None:
-        """Release connections (a provider made by the app closes with it)."""
+        """Release the provider's own connections, if it has any."""

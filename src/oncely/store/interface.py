@@ -307,6 +307,16 @@ class Store(ABC):
         """
 
     @abstractmethod
+    def lease_holder(self, name: str, now: datetime) -> Lease | None:
+        """The lease on ``name`` that has not expired at ``now``, if any."""
+
+    @abstractmethod
+    def database_now(self) -> datetime | None:
+        """The database server's clock, or None when the store has no server (SQLite), whose
+        callers use their own. Locks take their times from here, so that instances whose clocks
+        disagree still agree on when a lease expires."""
+
+    @abstractmethod
     def record_sweep(self, sweep: Sweep) -> None:
         """Record one housekeeping pass. Raises `StoreUnavailable`."""
 

@@ -545,6 +545,20 @@ class PostgresStore(Store):
         with self._connect() as connection:
             return connection.execute(self._sql["release_lease"], params).fetchone() is not None
 
+    def lease_holder(self, name: str, now: datetime) -> Lease | None:
+        with self._connect() as connection:
+            row = connection.execute(
+                self._sql["lease_holder"], {"name": name, "now": now}
+            ).fetchone()
+        return None if row is None else housekeeping.lease(row)
+
+    def database_now(self) -> datetime | None:
+        with self._connect() as connection:
+            row = connection.execute(self._sql["database_now"]).fetchone()
+        assert row is not None
+        now: datetime = row["now"]
+        return now.astimezone(UTC)
+
     def record_sweep(self, sweep: Sweep) -> None:
         with self._connect() as connection:
             connection.execute(self._sql["insert_sweep"], housekeeping.sweep_params(sweep))

@@ -584,6 +584,14 @@ class SqliteStore(Store):
         with self._write() as connection:
             return connection.execute(self._sql["release_lease"], params).fetchone() is not None
 
+    def lease_holder(self, name: str, now: datetime) -> Lease | None:
+        with self._connect() as connection:
+            found = self._row(connection, "lease_holder", {"name": name, "now": now})
+        return None if found is None else housekeeping.lease(found)
+
+    def database_now(self) -> datetime | None:
+        return None
+
     def record_sweep(self, sweep: Sweep) -> None:
         with self._write() as connection:
             connection.execute(self._sql["insert_sweep"], _bind(housekeeping.sweep_params(sweep)))

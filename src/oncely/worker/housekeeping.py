@@ -1,8 +1,9 @@
 """Housekeeping: the worker's own upkeep, one worker at a time (DESIGN lesson 12).
 
 Not a scheduled job and not a timer loop: every worker's loop asks `maybe_sweep` when it wakes
-anyway, and whichever worker takes the housekeeping lease sweeps. The lease is kept until it
-expires, so the whole fleet sweeps once per ``every``, however many workers run.
+anyway, and whichever worker takes the housekeeping lock (an `app.lock` like any other: one
+lease implementation) sweeps. The lock is kept ``every`` after it was taken, so the whole fleet
+sweeps once per ``every``, however many workers run.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import logging
 from datetime import datetime, timedelta
 
 from oncely.engine import Engine, worker_id
+from oncely.errors import LockHeld
+from oncely.locks import Lock, StoreProvider
 from oncely.model import Sweep
 
 log = logging.getLogger("oncely")
@@ -36,9 +39,25 @@ class Housekeeping:
             return 0
         self._next_at = now + self.every
         store = engine.store
-        lease = store.acquire_lease(LEASE_NAME, worker_id(), self.every, now)
-        if lease is None:
+        lock = Lock(
+            LEASE_NAME,
+            at_most=self.every,
+            # Kept after the sweep until `every` has passed: the fleet sweeps once per `every`.
+            at_least=self.every,
+            provider=StoreProvider(lambda: store, engine.clock),
+            owner=worker_id,
+        )
+        try:
+            lock.acquire()
+        except LockHeld:
             return 0
+        try:
+            return self._sweep(engine, now)
+        finally:
+            lock.release()
+
+    def _sweep(self, engine: Engine, now: datetime) -> int:
+        store = engine.store
         budgets = {
             name: job.retries for name, job in engine.jobs.items() if job.delivery != "at_most_once"
         }

@@ -370,6 +370,13 @@ UPDATE oncely_leases SET expires_at = %(released)s
 WHERE name = %(name)s AND token = %(token)s AND expires_at > %(released)s
 RETURNING name;
 
+-- name: database_now
+SELECT clock_timestamp() AS now;
+
+-- name: lease_holder
+SELECT name, owner, token, expires_at FROM oncely_leases
+WHERE name = %(name)s AND expires_at > %(now)s;
+
 -- name: insert_sweep
 INSERT INTO oncely_sweeps (worker, started_at, finished_at, pruned, reclaimed, abandoned, error)
 VALUES (%(worker)s, %(started_at)s, %(finished_at)s, %(pruned)s, %(reclaimed)s, %(abandoned)s,

@@ -352,6 +352,14 @@ UPDATE oncely_leases SET expires_at = :released
 WHERE name = :name AND token = :token AND expires_at > :released
 RETURNING name;
 
+-- name: database_now
+-- SQLite has no server clock: the store returns None without running this.
+SELECT NULL AS now;
+
+-- name: lease_holder
+SELECT name, owner, token, expires_at FROM oncely_leases
+WHERE name = :name AND expires_at > :now;
+
 -- name: insert_sweep
 INSERT INTO oncely_sweeps (worker, started_at, finished_at, pruned, reclaimed, abandoned, error)
 VALUES (:worker, :started_at, :finished_at, :pruned, :reclaimed, :abandoned, :error);
