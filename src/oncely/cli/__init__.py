@@ -10,6 +10,7 @@ from oncely.cli.explain import explain
 from oncely.cli.group import EXIT_CODES, CommandGroup
 from oncely.cli.history import history
 from oncely.cli.jobs import jobs
+from oncely.cli.lint import lint
 from oncely.cli.migrate import migrate
 from oncely.cli.preview import preview
 from oncely.cli.run import run
@@ -29,7 +30,19 @@ def main() -> None:
     """
 
 
-for command in (run, jobs, history, trigger, pause, resume, explain, backfill, preview, migrate):
+for command in (
+    run,
+    jobs,
+    history,
+    trigger,
+    pause,
+    resume,
+    explain,
+    backfill,
+    preview,
+    migrate,
+    lint,
+):
     main.add_command(command)
 
 __all__ = ["main"]

@@ -1,0 +1,99 @@
+"""`[tool.oncely.lint]` in pyproject.toml: which rules run, and where a rule's pattern is allowed.
+
+    [tool.oncely.lint]
+    select = ["ONC"]                 # code prefixes; default: every rule
+    ignore = ["ONC203"]
+    exclude = ["migrations/*"]       # paths (globs, relative to pyproject.toml) not linted
+
+    [tool.oncely.lint.allow]         # the one place each pattern is allowed, configured
+    ONC101 = ["src/oncely/worker/loop.py"]
+
+A bad key or value raises `ConfigurationError` naming the key and the fix (exit status 2).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from oncely.errors import ConfigurationError
+
+_KEYS = {"select", "ignore", "exclude", "allow"}
+
+
+@dataclass(frozen=True)
+class LintConfig:
+    root: Path
+    select: tuple[str, ...] = ("ONC",)
+    ignore: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    allow: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def enabled(self, code: str) -> bool:
+        chosen = any(code.startswith(prefix) for prefix in self.select)
+        return chosen and not any(code.startswith(prefix) for prefix in self.ignore)
+
+    def allowed(self, code: str, path: Path) -> bool:
+        """Whether ``code``'s pattern is configured as allowed in ``path``."""
+        return _matches(self.relative(path), self.allow.get(code, ()))
+
+    def excluded(self, path: Path) -> bool:
+        return _matches(self.relative(path), self.exclude)
+
+    def relative(self, path: Path) -> str:
+        resolved = path.resolve()
+        try:
+            return resolved.relative_to(self.root).as_posix()
+        except ValueError:
+            return resolved.as_posix()
+
+
+def _matches(relative: str, patterns: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatch(relative, pattern) for pattern in patterns)
+
+
+def load_config(start: Path) -> LintConfig:
+    """The configuration of the nearest pyproject.toml at or above ``start`` (defaults if none)."""
+    for folder in [start.resolve(), *start.resolve().parents]:
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            return read_config(candidate)
+    return LintConfig(root=Path.cwd().resolve())
+
+
+def read_config(pyproject: Path) -> LintConfig:
+    try:
+        document = tomllib.loads(pyproject.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigurationError(f"{pyproject}: cannot read it as TOML: {exc}") from exc
+    table: Any = document.get("tool", {}).get("oncely", {}).get("lint", {})
+    where = f"{pyproject} [tool.oncely.lint]"
+    if not isinstance(table, dict):
+        raise ConfigurationError(f"{where} must be a table")
+    unknown = sorted(set(table) - _KEYS)
+    if unknown:
+        raise ConfigurationError(
+            f"{where}: unknown key {unknown[0]!r}; the keys are {', '.join(sorted(_KEYS))}"
+        )
+    allow = table.get("allow", {})
+    if not isinstance(allow, dict):
+        raise ConfigurationError(f"{where}.allow must be a table of CODE = [path globs]")
+    return LintConfig(
+        root=pyproject.parent.resolve(),
+        select=_strings(table, "select", where) or ("ONC",),
+        ignore=_strings(table, "ignore", where),
+        exclude=_strings(table, "exclude", where),
+        allow={code: _strings(allow, code, f"{where}.allow") for code in allow},
+    )
+
+
+def _strings(table: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
+    value = table.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigurationError(
+            f'{where}: {key} must be a list of strings, e.g. {key} = ["ONC101"]'
+        )
+    return tuple(value)

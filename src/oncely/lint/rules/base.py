@@ -1,0 +1,61 @@
+"""What every rule is: a code, a message, examples, and handlers for the node types it checks.
+
+All rules share one walk of each file's tree: the engine calls ``visit_<NodeType>(node, context)``
+on every rule that defines it, so a rule costs nothing on nodes it does not look at. A rule's
+docstring is its documentation, in the sections What it does / Why is this bad? / Example /
+Use instead; ``violating`` and ``clean`` are its examples, the tests run them and ``--prove``
+plants ``violating`` to show the rule firing.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from oncely.lint.finding import Finding
+
+
+@dataclass
+class Context:
+    """The file being walked: its path as reported, module name, source lines and parents."""
+
+    path: str
+    module: str
+    lines: list[str]
+    parents: dict[ast.AST, ast.AST] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+
+    def parent(self, node: ast.AST) -> ast.AST | None:
+        return self.parents.get(node)
+
+    def ancestors(self, node: ast.AST) -> list[ast.AST]:
+        found = []
+        current = self.parents.get(node)
+        while current is not None:
+            found.append(current)
+            current = self.parents.get(current)
+        return found
+
+
+class Rule:
+    """Base of every rule; subclasses set the class variables and define ``visit_*`` methods."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    message: ClassVar[str]
+    #: A module the rule fires on (the planted violation of ``--prove``), and its firing lines.
+    violating: ClassVar[str]
+    clean: ClassVar[str]
+
+    def report(self, context: Context, node: ast.AST, detail: str = "") -> None:
+        message = f"{self.message}{': ' + detail if detail else ''}"
+        context.findings.append(
+            Finding(
+                context.path,
+                getattr(node, "lineno", 1),
+                getattr(node, "col_offset", 0) + 1,
+                self.code,
+                message,
+            )
+        )

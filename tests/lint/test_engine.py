@@ -1,0 +1,97 @@
+"""The lint engine and `oncely lint`: suppressions, syntax errors, configuration, exit codes."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from oncely.cli import main
+from oncely.errors import ConfigurationError
+from oncely.lint import all_rules, lint_files, read_config
+from oncely.lint.rules import RULE_MODULE
+
+RULES_DIR = Path(__file__).resolve().parents[2] / "src" / "oncely" / "lint" / "rules"
+
+
+def _project(tmp_path: Path, config: str = "", **files: str) -> Path:
+    """pyproject.toml with ``config``, and ``files`` (``a_py="..."`` is ``a.py``)."""
+    (tmp_path / "pyproject.toml").write_text(f"[tool.oncely.lint]\n{config}\n")
+    for name, text in files.items():
+        path = tmp_path / f"{name.removesuffix('_py')}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return tmp_path
+
+
+def test_every_rule_file_holds_one_documented_rule_whose_code_matches_its_name() -> None:
+    modules = sorted(p.stem for p in RULES_DIR.glob("onc*.py"))
+    assert all(RULE_MODULE.fullmatch(m) for m in modules), modules
+    rules = all_rules()
+    assert [r.code.lower() for r in rules] == [m.split("_")[0] for m in modules]
+    assert len({r.code for r in rules}) == len(rules)
+    for rule in rules:
+        doc = rule.__doc__ or ""
+        for section in ("## What it does", "## Why is this bad?", "## Example", "## Use instead"):
+            assert section in doc, f"{rule.code} lacks {section!r}"
+        assert rule.violating.strip()
+        assert rule.clean.strip()
+        assert re.fullmatch(r"[a-z0-9-]+", rule.name)
+
+
+def test_a_syntax_error_is_a_finding_and_the_run_goes_on(tmp_path: Path) -> None:
+    root = _project(tmp_path, broken_py="def f(:\n", fine_py="x = 1\n")
+    findings = lint_files([root], read_config(root / "pyproject.toml"))
+    assert [(f.path, f.line, f.code) for f in findings] == [("broken.py", 1, "ONC001")]
+
+
+def test_a_suppression_without_reason_is_itself_a_finding(tmp_path: Path) -> None:
+    root = _project(
+        tmp_path,
+        a_py="x = 1  # oncely: allow ONC101\ny = 2  # oncely: allow ONC101 -- the one place\n",
+    )
+    findings = lint_files([root], read_config(root / "pyproject.toml"))
+    assert [(f.line, f.code) for f in findings] == [(1, "ONC000")]
+    assert "-- why this is the one exception" in findings[0].message
+
+
+@pytest.mark.parametrize(
+    ("config", "names"),
+    [
+        ("colour = 1", "unknown key 'colour'"),
+        ('select = "ONC1"', "select must be a list of strings"),
+        ("allow = 3", "allow must be a table"),
+    ],
+)
+def test_bad_configuration_names_the_key_and_the_fix(
+    tmp_path: Path, config: str, names: str
+) -> None:
+    root = _project(tmp_path, config)
+    with pytest.raises(ConfigurationError, match=names):
+        read_config(root / "pyproject.toml")
+    result = CliRunner().invoke(main, ["lint", str(root)])
+    assert result.exit_code == 2
+    assert names in result.output
+
+
+def test_exit_status_and_formats(tmp_path: Path) -> None:
+    root = _project(tmp_path, a_py="x = 1  # oncely: allow ONC101\n", b_py="y = 2\n")
+    runner = CliRunner()
+    clean = runner.invoke(main, ["lint", str(root / "b.py")])
+    assert (clean.exit_code, clean.output) == (0, "")
+    found = runner.invoke(main, ["lint", str(root)])
+    assert found.exit_code == 1
+    assert found.stdout.splitlines() == [
+        "a.py:1:8: ONC000 suppression of ONC101 without a reason; write "
+        "'# oncely: allow ONC101 -- why this is the one exception'"
+    ]
+    document = json.loads(runner.invoke(main, ["lint", "--format", "json", str(root)]).stdout)
+    assert [(d["path"], d["code"]) for d in document] == [("a.py", "ONC000")]
+    ignored = runner.invoke(main, ["lint", "--ignore", "ONC000", str(root)])
+    assert ignored.exit_code == 0
+    unknown = runner.invoke(main, ["lint", "--select", "ONC999", str(root)])
+    assert unknown.exit_code == 2
+    assert "no rule has that code" in unknown.output
