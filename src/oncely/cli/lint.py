@@ -35,7 +35,10 @@ def lint(
         config = _overridden(load_config(targets[0]), select, ignore)
     except ConfigurationError as exc:
         raise click.UsageError(str(exc)) from exc
-    findings = lint_files(targets, config)
+    try:
+        findings = lint_files(targets, config)
+    except ConfigurationError as exc:  # a rule refused its options
+        raise click.UsageError(str(exc)) from exc
     _print(findings, fmt)
     if findings:
         raise SystemExit(1)
@@ -60,6 +63,7 @@ def _overridden(config: LintConfig, select: str | None, ignore: str | None) -> L
         ignore=chosen.get("ignore", config.ignore),
         exclude=config.exclude,
         allow=config.allow,
+        options=config.options,
     )
 
 

@@ -8,12 +8,16 @@
     [tool.oncely.lint.allow]         # the one place each pattern is allowed, configured
     ONC101 = ["src/oncely/worker/loop.py"]
 
+    [tool.oncely.lint.ONC201]        # a rule's own options, checked by the rule
+    boundaries = ["app.modules.*"]
+
 A bad key or value raises `ConfigurationError` naming the key and the fix (exit status 2).
 """
 
 from __future__ import annotations
 
 import fnmatch
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +26,7 @@ from typing import Any
 from oncely.errors import ConfigurationError
 
 _KEYS = {"select", "ignore", "exclude", "allow"}
+_RULE_TABLE = re.compile(r"ONC\d{3}")
 
 
 @dataclass(frozen=True)
@@ -31,6 +36,8 @@ class LintConfig:
     ignore: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     allow: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: Per-rule option tables, ``[tool.oncely.lint.ONC201]``; each rule checks its own.
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def enabled(self, code: str) -> bool:
         chosen = any(code.startswith(prefix) for prefix in self.select)
@@ -73,7 +80,7 @@ def read_config(pyproject: Path) -> LintConfig:
     where = f"{pyproject} [tool.oncely.lint]"
     if not isinstance(table, dict):
         raise ConfigurationError(f"{where} must be a table")
-    unknown = sorted(set(table) - _KEYS)
+    unknown = sorted(k for k in set(table) - _KEYS if not _RULE_TABLE.fullmatch(k))
     if unknown:
         raise ConfigurationError(
             f"{where}: unknown key {unknown[0]!r}; the keys are {', '.join(sorted(_KEYS))}"
@@ -87,7 +94,19 @@ def read_config(pyproject: Path) -> LintConfig:
         ignore=_strings(table, "ignore", where),
         exclude=_strings(table, "exclude", where),
         allow={code: _strings(allow, code, f"{where}.allow") for code in allow},
+        options=_options(table, where),
     )
+
+
+def _options(table: dict[str, Any], where: str) -> dict[str, dict[str, Any]]:
+    options: dict[str, dict[str, Any]] = {}
+    for key, value in table.items():
+        if not _RULE_TABLE.fullmatch(key):
+            continue
+        if not isinstance(value, dict):
+            raise ConfigurationError(f"{where}.{key} must be a table of that rule's options")
+        options[key] = value
+    return options
 
 
 def _strings(table: dict[str, Any], key: str, where: str) -> tuple[str, ...]:

@@ -10,8 +10,9 @@ plants ``violating`` to show the rule firing.
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from oncely.lint.finding import Finding
 
@@ -47,6 +48,13 @@ class Rule:
     #: A module the rule fires on (the planted violation of ``--prove``), and its firing lines.
     violating: ClassVar[str]
     clean: ClassVar[str]
+    #: The options ``--prove`` and the rule's tests configure it with, when it needs some.
+    example_options: ClassVar[Mapping[str, Any]] = {}
+
+    def __init__(self, options: Mapping[str, Any] | None = None) -> None:
+        """``options`` is the rule's ``[tool.oncely.lint.<CODE>]`` table; a rule with options
+        checks them here and raises `ConfigurationError` naming the key and the fix."""
+        self.options: Mapping[str, Any] = options or {}
 
     def report(self, context: Context, node: ast.AST, detail: str = "") -> None:
         message = f"{self.message}{': ' + detail if detail else ''}"
