@@ -20,7 +20,7 @@ help:
 	@echo "make demo   create .venv, install, run the example app with two worker processes"
 	@echo "make test   create .venv, install dev deps, run lint and the whole test suite"
 	@echo "make lint   ruff check, ruff format --check, mypy (strict on src/)"
-	@echo "make bench  run bench/recurrence.py, bench/engine.py (oncely alone), bench/locks.py"
+	@echo "make bench  run bench/recurrence.py, engine.py, worker.py (oncely alone) and locks.py"
 	@echo "make bench-peers  bench/engine.py beside procrastinate, pgqueuer, APScheduler 4"
 	@echo "make clean  remove .venv and caches"
 
@@ -48,6 +48,7 @@ test: $(STAMP) lint
 bench: $(STAMP)
 	$(BIN)/python bench/recurrence.py
 	$(BIN)/python bench/engine.py --no-peers
+	$(BIN)/python bench/worker.py
 	$(BIN)/python bench/locks.py
 
 # The peers (procrastinate, pgqueuer, APScheduler 4) live in their own virtualenv: bench-only,

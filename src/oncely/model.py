@@ -5,6 +5,7 @@ Database rows are mapped to these inside `oncely.store` and never leave it as ro
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -59,6 +60,20 @@ class Planned:
     status: Literal["pending", "skipped"] = "pending"
     reason: str | None = None
     origin: OccurrenceOrigin = "schedule"
+
+
+@dataclass(frozen=True, slots=True)
+class Materialisation:
+    """Occurrences to record for schedule (tenant, key) and where its next run moves: one item
+    of `Store.materialise_many`, applied only if the schedule's next run still is
+    ``expected_next_run_at``."""
+
+    tenant: str | None
+    key: str
+    planned: Sequence[Planned]
+    expected_next_run_at: datetime | None
+    next_run_at: datetime | None
+    overlap: Overlap = "allow"
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 
+import psycopg
+
 from oncely import every
-from oncely.model import Planned
+from oncely.model import Materialisation, Planned
 from oncely.recurrence import Instance
 from oncely.store import Store, open_store
 
@@ -188,3 +191,35 @@ def test_next_due_counts_only_what_a_claim_of_these_jobs_could_take(store: Store
     store.set_paused(None, "sync", True, NOW)
     assert store.next_due_at(["sync"]) is None  # paused: neither the waiting one nor the next
     assert store.next_due_at() is None
+
+
+def test_materialise_many_applies_a_batch_in_one_call(store: Store) -> None:
+    for key in ("a", "b", "c"):
+        schedule(store, key)
+    batch = [
+        Materialisation(None, key, planned(0), expected_next_run_at=at(0), next_run_at=at(1))
+        for key in ("a", "b", "c")
+    ]
+    stale = Materialisation(None, "a", planned(0), expected_next_run_at=at(5), next_run_at=at(6))
+    assert store.materialise_many([*batch, stale], NOW) == 3
+    assert store.materialise_many(batch, NOW) == 0  # the next runs moved on: nothing twice
+    assert [store.get_schedule(None, k).next_run_at for k in ("a", "b", "c")] == [at(1)] * 3
+
+
+def test_a_schedule_another_transaction_holds_is_skipped_not_waited_for(
+    postgres_url: str,
+) -> None:
+    store = open_store(postgres_url)
+    schedule(store, "a")
+    schedule(store, "b")
+    items = [
+        Materialisation(None, k, planned(0), expected_next_run_at=at(0), next_run_at=at(1))
+        for k in ("a", "b")
+    ]
+    with psycopg.connect(postgres_url) as other:
+        other.execute("SELECT 1 FROM oncely_schedules WHERE key = 'a' FOR UPDATE")
+        started = time.monotonic()
+        assert store.materialise_many(items, NOW) == 1  # only b; a is the other's
+        assert time.monotonic() - started < 2.0
+    assert store.materialise_many(items, NOW) == 1  # a, now that it is free
+    store.close()

@@ -23,7 +23,7 @@ from oncely.engine.job import Job
 from oncely.engine.misfire import plan
 from oncely.engine.reconcile import reconcile
 from oncely.errors import OncelyError, TickFailed
-from oncely.model import Claim, Schedule
+from oncely.model import Claim, Materialisation, Schedule
 from oncely.store import Store
 
 log = logging.getLogger("oncely")
@@ -152,13 +152,19 @@ class Engine:
             now = self.clock()
             due = self.store.due_schedules(now, self.jobs, _SCHEDULE_BATCH)
             fresh = [s for s in due if (s.tenant, s.key) not in seen]
+            batch: list[Materialisation] = []
             for schedule in fresh:
                 seen.add((schedule.tenant, schedule.key))
-                report.materialised += self._materialise_one(schedule, now, report)
+                item = self._plan(schedule, now, report)
+                if item is not None:
+                    batch.append(item)
+            report.materialised += self.store.materialise_many(batch, now)
             if len(due) < _SCHEDULE_BATCH or not fresh:
                 return
 
-    def _materialise_one(self, schedule: Schedule, now: datetime, report: TickReport) -> int:
+    def _plan(
+        self, schedule: Schedule, now: datetime, report: TickReport
+    ) -> Materialisation | None:
         job = self.jobs[schedule.job]
         if schedule.trigger is None:
             reason = f"invalid: {schedule.status_reason}"
@@ -170,16 +176,15 @@ class Engine:
                 schedule.key,
                 schedule.status_reason,
             )
-            return 0
+            return None
         assert schedule.next_run_at is not None
         decided = plan(schedule.trigger, schedule.next_run_at, job, now)
-        return self.store.materialise(
+        return Materialisation(
             schedule.tenant,
             schedule.key,
             decided.planned,
             expected_next_run_at=schedule.next_run_at,
             next_run_at=decided.next_run_at,
-            now=now,
             overlap=job.overlap,
         )
 

@@ -22,9 +22,9 @@ from oncely.model import (
     Claim,
     Failure,
     Lease,
+    Materialisation,
     Occurrence,
     OccurrenceStatus,
-    Overlap,
     Planned,
     Reclaimed,
     Schedule,
@@ -218,43 +218,53 @@ class PostgresStore(Store):
             row = connection.execute(self._sql["remove_schedule"], params).fetchone()
         return known(None if row is None else records.schedule(row), tenant, key)
 
-    def materialise(
-        self,
-        tenant: str | None,
-        key: str,
-        planned: Sequence[Planned],
-        *,
-        expected_next_run_at: datetime | None,
-        next_run_at: datetime | None,
-        now: datetime,
-        overlap: Overlap = "allow",
-    ) -> int:
-        stored_tenant = tenant_column(tenant)
+    def materialise_many(self, batch: Sequence[Materialisation], now: datetime) -> int:
+        if not batch:
+            return 0
+        new = 0
+        with self._connect() as connection:
+            locked = {
+                (row["tenant"], row["key"])
+                for row in connection.execute(
+                    self._sql["lock_schedules_to_materialise"],
+                    {
+                        "tenants": [tenant_column(item.tenant) for item in batch],
+                        "keys": [item.key for item in batch],
+                    },
+                )
+            }
+            for item in batch:
+                if (tenant_column(item.tenant), item.key) in locked:
+                    new += self._materialise_one(connection, item, now)
+        return new
+
+    def _materialise_one(self, connection: Connection, item: Materialisation, now: datetime) -> int:
+        stored_tenant = tenant_column(item.tenant)
         advance = {
             "tenant": stored_tenant,
-            "key": key,
-            "expected": expected_next_run_at,
-            "next_run_at": next_run_at,
+            "key": item.key,
+            "expected": item.expected_next_run_at,
+            "next_run_at": item.next_run_at,
             "now": now,
         }
-        with self._connect() as connection:
-            row = connection.execute(self._sql["advance_schedule"], advance).fetchone()
-            if row is None or not planned:
-                return 0
-            schedule_id = row["id"]
-            if overlap != "allow":
-                counts = connection.execute(
-                    self._sql["in_progress"], {"schedule_id": schedule_id}
-                ).fetchone()
-                assert counts is not None
-                planned = claiming.with_overlap(
-                    planned, overlap, counts["waiting"], counts["running"]
-                )
-            rows = [occurrence_params(schedule_id, stored_tenant, p, now) for p in planned]
-            with connection.cursor() as cursor:
-                # one pipelined round trip for all rows; rowcount is the number inserted
-                cursor.executemany(self._sql["insert_occurrence"], rows)
-                return cursor.rowcount
+        row = connection.execute(self._sql["advance_schedule"], advance).fetchone()
+        if row is None or not item.planned:
+            return 0
+        schedule_id = row["id"]
+        planned = item.planned
+        if item.overlap != "allow":
+            counts = connection.execute(
+                self._sql["in_progress"], {"schedule_id": schedule_id}
+            ).fetchone()
+            assert counts is not None
+            planned = claiming.with_overlap(
+                planned, item.overlap, counts["waiting"], counts["running"]
+            )
+        rows = [occurrence_params(schedule_id, stored_tenant, p, now) for p in planned]
+        with connection.cursor() as cursor:
+            # one pipelined round trip for all rows; rowcount is the number inserted
+            cursor.executemany(self._sql["insert_occurrence"], rows)
+            return cursor.rowcount
 
     def add_occurrences(
         self,

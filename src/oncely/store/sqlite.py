@@ -18,9 +18,9 @@ from oncely.model import (
     Claim,
     Failure,
     Lease,
+    Materialisation,
     Occurrence,
     OccurrenceStatus,
-    Overlap,
     Planned,
     Reclaimed,
     Schedule,
@@ -277,37 +277,35 @@ class SqliteStore(Store):
             found = self._one(connection, "remove_schedule", params)
         return known(found, tenant, key)
 
-    def materialise(
-        self,
-        tenant: str | None,
-        key: str,
-        planned: Sequence[Planned],
-        *,
-        expected_next_run_at: datetime | None,
-        next_run_at: datetime | None,
-        now: datetime,
-        overlap: Overlap = "allow",
+    def materialise_many(self, batch: Sequence[Materialisation], now: datetime) -> int:
+        if not batch:
+            return 0
+        with self._write() as connection:
+            return sum(self._materialise_one(connection, item, now) for item in batch)
+
+    def _materialise_one(
+        self, connection: sqlite3.Connection, item: Materialisation, now: datetime
     ) -> int:
-        stored_tenant = tenant_column(tenant)
+        stored_tenant = tenant_column(item.tenant)
         advance = {
             "tenant": stored_tenant,
-            "key": key,
-            "expected": expected_next_run_at,
-            "next_run_at": next_run_at,
+            "key": item.key,
+            "expected": item.expected_next_run_at,
+            "next_run_at": item.next_run_at,
             "now": now,
         }
-        with self._write() as connection:
-            row = connection.execute(self._sql["advance_schedule"], _bind(advance)).fetchone()
-            if row is None or not planned:
-                return 0
-            schedule_id = row[0]
-            if overlap != "allow":
-                waiting, running = connection.execute(
-                    self._sql["in_progress"], {"schedule_id": schedule_id}
-                ).fetchone()
-                planned = claiming.with_overlap(planned, overlap, waiting, running)
-            rows = [_bind(occurrence_params(schedule_id, stored_tenant, p, now)) for p in planned]
-            return connection.executemany(self._sql["insert_occurrence"], rows).rowcount
+        row = connection.execute(self._sql["advance_schedule"], _bind(advance)).fetchone()
+        if row is None or not item.planned:
+            return 0
+        schedule_id = row[0]
+        planned = item.planned
+        if item.overlap != "allow":
+            waiting, running = connection.execute(
+                self._sql["in_progress"], {"schedule_id": schedule_id}
+            ).fetchone()
+            planned = claiming.with_overlap(planned, item.overlap, waiting, running)
+        rows = [_bind(occurrence_params(schedule_id, stored_tenant, p, now)) for p in planned]
+        return connection.executemany(self._sql["insert_occurrence"], rows).rowcount
 
     def add_occurrences(
         self,

@@ -145,6 +145,14 @@ FOR UPDATE;
 UPDATE oncely_occurrences SET status = 'skipped', reason = %(reason)s
 WHERE schedule_id = %(schedule_id)s AND status = 'pending' AND origin IN ('schedule', 'defer');
 
+-- name: lock_schedules_to_materialise
+-- The schedules of a materialise batch this transaction gets to itself. One another worker is
+-- materialising right now is skipped, not waited for: it will have moved the next run on, and
+-- waiting only to find that out held two workers in lock step.
+SELECT tenant, key FROM oncely_schedules
+WHERE (tenant, key) IN (SELECT * FROM unnest(%(tenants)s::text[], %(keys)s::text[]))
+FOR UPDATE SKIP LOCKED;
+
 -- name: due_schedules
 -- Uses the partial index oncely_schedules_due; next_run_at's NULL arm is excluded explicitly.
 SELECT id, tenant, key, job, origin, trigger_spec, payload, paused, status, status_reason,

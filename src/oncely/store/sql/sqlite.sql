@@ -142,6 +142,11 @@ WHERE tenant = :tenant AND key = :key;
 UPDATE oncely_occurrences SET status = 'skipped', reason = :reason
 WHERE schedule_id = :schedule_id AND status = 'pending' AND origin IN ('schedule', 'defer');
 
+-- name: lock_schedules_to_materialise
+-- Not used on SQLite, where BEGIN IMMEDIATE gives the batch the whole database; it exists so
+-- that both dialects keep one set of query names.
+SELECT 1;
+
 -- name: due_schedules
 -- Uses the partial index oncely_schedules_due; next_run_at's NULL arm is excluded explicitly.
 SELECT id, tenant, key, job, origin, trigger_spec, payload, paused, status, status_reason,
