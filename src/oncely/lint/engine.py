@@ -87,7 +87,9 @@ def lint_source(
                 f"syntax error, file not checked: {exc.msg}",
             )
         ]
-    context = Context(path=shown, module=_module_name(shown), lines=source.splitlines())
+    context = Context(
+        path=shown, module=_module_name(shown), lines=source.splitlines(), root=config.root
+    )
     handlers: dict[str, list[Handler]] = defaultdict(list)
     for rule in chosen:
         if config.allowed(rule.code, path):
@@ -105,7 +107,9 @@ def lint_source(
 
 def _rules(config: LintConfig, only: set[str]) -> list[Rule]:
     return [
-        rule() for rule in all_rules() if (rule.code in only if only else config.enabled(rule.code))
+        rule(config.options.get(rule.code))
+        for rule in all_rules()
+        if (rule.code in only if only else config.enabled(rule.code))
     ]
 
 

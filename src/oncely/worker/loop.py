@@ -145,8 +145,9 @@ class Worker:
         """
         restore = self._install_signals()
         if self._http_address is not None:
-            self._server = HttpServer(self._http_address, self.health, self.metrics)
-            self._server.start()
+            server = HttpServer(self._http_address, self.health, self.metrics)
+            server.start()
+            self._server = server  # only once bound: http_address reads the bound port
             log.info("oncely: health and metrics on http://%s", self.http_address)
         log.info(
             "oncely: worker %s serving %d job(s) with up to %d handler(s) at once",

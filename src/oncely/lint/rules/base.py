@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 from oncely.lint.finding import Finding
@@ -24,6 +25,8 @@ class Context:
     path: str
     module: str
     lines: list[str]
+    #: The configuration root, for rules that read other files of the project.
+    root: Path | None = None
     parents: dict[ast.AST, ast.AST] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
 
