@@ -76,11 +76,22 @@ def _run(postgres_url: str, tmp_path: Path, delivery: str) -> tuple[list[datetim
         # Claims held by the last killed worker finish once their leases expire: one more
         # worker finishes them.
         finisher = group.start()
-        wait_until(
-            lambda: all(_occurrences(postgres_url).get(w) == "succeeded" for w in window),
-            timeout=30,
-            what="every occurrence in the window to succeed",
-        )
+        try:
+            wait_until(
+                lambda: all(_occurrences(postgres_url).get(w) == "succeeded" for w in window),
+                timeout=30,
+                what="every occurrence in the window to succeed",
+            )
+        except AssertionError:
+            now = _occurrences(postgres_url)
+            print({str(w.time()): now.get(w) for w in window if now.get(w) != "succeeded"})
+            with psycopg.connect(postgres_url) as conn:
+                for row in conn.execute(
+                    "SELECT scheduled_for, status, reason, created_at FROM oncely_occurrences "
+                    "WHERE status <> 'succeeded' ORDER BY scheduled_for"
+                ):
+                    print(row)
+            raise
         terminate(finisher, within=15)
     assert len(window) >= RUN_S - 2 * EDGE_S
     return window, kills

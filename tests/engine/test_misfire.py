@@ -90,3 +90,26 @@ def test_a_one_off_timer_runs_however_late(make_app: MakeApp, clock: Clock, misf
     clock.advance(days=2)
     app.tick()
     assert [o.status for o in app.history()] == ["succeeded"]
+
+
+def test_an_occurrence_materialised_in_time_but_claimed_weeks_later_is_skipped_not_run(
+    make_app: MakeApp, clock: Clock
+) -> None:
+    """Lesson 8 at claim time: every worker died right after the 09:00 row was written."""
+    app = make_app()
+    ran: list[object] = []
+
+    @app.job(oncely.every(hours=1))
+    def hourly(run: oncely.Run) -> None:
+        ran.append(run.scheduled_for)
+
+    clock.set(clock().replace(minute=30, second=0))
+    app.tick()  # reconciles: next run on the hour
+    clock.advance(minutes=30)
+    app._the_engine().prepare(oncely.TickReport())  # materialised, then the fleet went down
+    clock.advance(weeks=3)
+    app.tick()
+    late = [o for o in app.history(limit=1000) if o.scheduled_for == clock() - timedelta(weeks=3)]
+    assert clock() - timedelta(weeks=3) not in ran
+    assert [(o.status, o.attempts) for o in late] == [("skipped", 0)]
+    assert "claimed 21d after its time, beyond grace 15m" in (late[0].reason or "")

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from oncely.engine.bridge import AsyncBridge
 from oncely.engine.job import Job
+from oncely.engine.misfire import age
 from oncely.engine.retry import backoff
 from oncely.engine.run import Run
 from oncely.errors import Terminal
@@ -25,7 +26,7 @@ from oncely.store import Store
 
 log = logging.getLogger("oncely")
 
-Outcome = Literal["succeeded", "retrying", "failed", "lease_lost"]
+Outcome = Literal["succeeded", "retrying", "failed", "lease_lost", "skipped"]
 _ERROR_CHARS = 8000
 
 
@@ -34,7 +35,8 @@ class Finished:
     """An attempt that is over and whose outcome is not booked yet.
 
     ``error`` is None when the handler returned. Otherwise ``final`` says whether the occurrence
-    fails now (Terminal, or its last attempt) and ``retry_at`` when it runs again.
+    fails now (Terminal, or its last attempt) and ``retry_at`` when it runs again. ``skipped``
+    is the reason an occurrence was claimed but not run.
     """
 
     claim: Claim
@@ -43,6 +45,7 @@ class Finished:
     final: bool = False
     retry_at: datetime | None = None
     exc: BaseException | None = None
+    skipped: str | None = None
 
 
 def claim_fields(claim: Claim) -> dict[str, Any]:
@@ -81,6 +84,21 @@ class Executor:
 
         A claim reclaimed from a lost worker after its last attempt is not run again: it fails.
         """
+        late = self.clock() - claim.scheduled_for
+        if (
+            claim.origin == "schedule"
+            and claim.attempt == 1
+            and job.misfire == "skip"
+            and late > job.grace
+        ):
+            # Materialised in time but claimed only now (every worker of its job was down, or
+            # it was materialised ahead of its time): running it now is the replay lesson 8
+            # forbids.
+            reason = (
+                f"misfire: claimed {age(late)} after its time, beyond grace {age(job.grace)} "
+                "(misfire='skip')"
+            )
+            return Finished(claim, job, skipped=reason)
         if claim.reclaimed and claim.attempt > job.retries:
             error = (
                 f"the worker running attempt {claim.attempt - 1} was lost (its lease expired) "
@@ -123,7 +141,7 @@ class Executor:
         is raised), what is still in ``pending`` is exactly what was not booked: book it again.
         """
         booked: list[tuple[Finished, Outcome]] = []
-        successes = [f for f in pending if f.error is None]
+        successes = [f for f in pending if f.error is None and f.skipped is None]
         if successes:
             kept = {
                 c.occurrence_id
@@ -134,10 +152,13 @@ class Executor:
                 if finished.claim.occurrence_id not in kept:
                     outcome = self._lost(finished.claim)
                 booked.append((finished, outcome))
-            pending[:] = [f for f in pending if f.error is not None]
+            pending[:] = [f for f in pending if f.error is not None or f.skipped is not None]
         while pending:
             finished = pending[0]
-            booked.append((finished, self._book_failure(finished)))
+            if finished.skipped is not None:
+                booked.append((finished, self._book_skipped(finished, finished.skipped)))
+            else:
+                booked.append((finished, self._book_failure(finished)))
             pending.pop(0)
         return booked
 
@@ -170,6 +191,15 @@ class Executor:
         final = isinstance(exc, Terminal) or claim.attempt >= job.retries
         retry_at = None if final else self.clock() + backoff(claim.attempt, self.rng)
         return Finished(claim, job, error, final=final, retry_at=retry_at, exc=exc)
+
+    def _book_skipped(self, finished: Finished, reason: str) -> Outcome:
+        claim = finished.claim
+        if not self.store.book_skipped(claim, self.clock(), reason):
+            return self._lost(claim)
+        log.warning(
+            "oncely: %s %s not run: %s", claim.job, _where(claim), reason, extra=claim_fields(claim)
+        )
+        return "skipped"
 
     def _book_failure(self, finished: Finished) -> Outcome:
         claim, job, exc = finished.claim, finished.job, finished.exc

@@ -59,7 +59,7 @@ def _decide(due: list[Instance], trigger: Trigger, job: Job, now: datetime) -> l
     newest = due[-1]
     late = now - newest.at
     if job.misfire == "skip" and late > job.grace:
-        reason = f"misfire: {_age(late)} late, beyond grace {_age(job.grace)} (misfire='skip')"
+        reason = f"misfire: {age(late)} late, beyond grace {age(job.grace)} (misfire='skip')"
         return [Planned(instance, "skipped", reason) for instance in due]
     superseded = f"misfire: the newer occurrence at {newest.at.isoformat()} ran instead " + (
         f"(misfire={job.misfire!r})"
@@ -78,7 +78,7 @@ def _newest(trigger: Trigger, first: datetime, now: datetime, limit: int) -> lis
         window *= 4
 
 
-def _age(delta: timedelta) -> str:
+def age(delta: timedelta) -> str:
     seconds = int(delta.total_seconds())
     days, seconds = divmod(seconds, 86400)
     hours, seconds = divmod(seconds, 3600)

@@ -98,13 +98,18 @@ class Engine:
         _step("run", self._run, report)
         return report
 
-    def prepare(self, report: TickReport) -> None:
+    def prepare(self, report: TickReport, *, ahead_to: datetime | None = None) -> None:
         """The steps before running: reconcile (once), abandon lost at_most_once attempts,
-        materialise what is due. Raises `TickFailed` at the first step that fails."""
+        materialise what is due. Raises `TickFailed` at the first step that fails.
+
+        ``ahead_to`` (the worker's next due time, a moment away) also materialises what comes
+        due by then, as pending rows that become claimable at their time: at that time the
+        worker only claims, instead of first writing every row that came due at once.
+        """
         if not self.reconciled:
             _step("reconcile", self._reconcile, report)
         _step("abandon", self._abandon, report)
-        _step("materialise", self._materialise, report)
+        _step("materialise", lambda r: self._materialise(r, ahead_to), report)
 
     def claim(self, limit: int) -> list[Claim]:
         """Claim up to ``limit`` due occurrences of this engine's jobs for this process."""
@@ -146,16 +151,17 @@ class Engine:
                 lost.attempts,
             )
 
-    def _materialise(self, report: TickReport) -> None:
+    def _materialise(self, report: TickReport, ahead_to: datetime | None = None) -> None:
         seen: set[tuple[str | None, str]] = set()
         while True:
             now = self.clock()
-            due = self.store.due_schedules(now, self.jobs, _SCHEDULE_BATCH)
+            until = max(now, ahead_to) if ahead_to is not None else now
+            due = self.store.due_schedules(until, self.jobs, _SCHEDULE_BATCH)
             fresh = [s for s in due if (s.tenant, s.key) not in seen]
             batch: list[Materialisation] = []
             for schedule in fresh:
                 seen.add((schedule.tenant, schedule.key))
-                item = self._plan(schedule, now, report)
+                item = self._plan(schedule, until, report)
                 if item is not None:
                     batch.append(item)
             report.materialised += self.store.materialise_many(batch, now)

@@ -239,6 +239,12 @@ class Store(ABC):
         """
 
     @abstractmethod
+    def book_skipped(self, claim: Claim, now: datetime, reason: str) -> bool:
+        """Record ``claim``'s occurrence as ``skipped`` with ``reason`` instead of running it,
+        giving back the attempt its claim counted. Only while ``claim`` still holds it (running,
+        same fence); returns whether it did. Raises `StoreUnavailable`."""
+
+    @abstractmethod
     def book_failure(
         self,
         claim: Claim,

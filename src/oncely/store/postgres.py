@@ -463,6 +463,11 @@ class PostgresStore(Store):
             connection.execute(self._sql["reset_failures"], {"ids": streaks})
         return done
 
+    def book_skipped(self, claim: Claim, now: datetime, reason: str) -> bool:
+        params = {"id": claim.occurrence_id, "fence": claim.fence, "now": now, "reason": reason}
+        with self._connect() as connection:
+            return connection.execute(self._sql["book_skipped"], params).fetchone() is not None
+
     def book_failure(
         self,
         claim: Claim,

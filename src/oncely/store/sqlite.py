@@ -478,6 +478,13 @@ class SqliteStore(Store):
             connection.execute(self._sql["reset_failures"], {"ids": json.dumps(streaks)})
         return booked
 
+    def book_skipped(self, claim: Claim, now: datetime, reason: str) -> bool:
+        params = {"id": claim.occurrence_id, "fence": claim.fence, "now": now, "reason": reason}
+        with self._write() as connection:
+            return (
+                connection.execute(self._sql["book_skipped"], _bind(params)).fetchone() is not None
+            )
+
     def book_failure(
         self,
         claim: Claim,

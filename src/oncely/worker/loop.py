@@ -45,6 +45,12 @@ DEFAULT_WAKE_CAP_S = 30.0
 # Something due that this worker cannot claim yet (an occurrence buffered behind one another
 # worker runs) would otherwise wake the loop again at once, forever.
 _NOT_OURS_S = 5.0
+# Materialising starts this many times as long before a due time as the last one took,
+# within these bounds: rows written ahead are at most _LEAD_MAX early (a claim too late for its
+# misfire policy skips them; see Executor.start).
+_LEAD_FACTOR = 1.5
+_LEAD_MIN = 0.02
+_LEAD_MAX = 2.0
 # Store users besides the handlers: the loop (claims, bookings, heartbeats) and housekeeping.
 _OWN_CONNECTIONS = 2
 
@@ -114,6 +120,8 @@ class Worker:
         self._changed = True
         self._due_at: datetime | None = None
         self._prepared_at = float("-inf")
+        self._lead = _LEAD_MIN
+        self._ahead_to: datetime | None = None
         self._more_waiting = False
         self._watch: Watch | None = None
         self._watch_supported = True
@@ -248,18 +256,36 @@ class Worker:
         return self._delay(draining)
 
     def _serve(self, booked: int) -> None:
-        """Materialise when something came due or changed, then claim and hand out claims."""
+        """Materialise when something came due or changed, then claim and hand out claims.
+
+        Materialising starts ``_lead`` seconds before the next due time (the time the last
+        materialise took, measured) and writes what comes due by then: at the due time itself
+        only the claim is left to do. Without it, a thousand schedules due on the same second
+        ran only once all thousand rows were written, a second late.
+        """
         now = self.clock()
+        early = self._due_at is not None and now >= self._due_at - timedelta(seconds=self._lead)
         prepare = (
             self._changed
             or self._due_at is None
             or now >= self._due_at
+            or (early and self._ahead_to != self._due_at)
             or time.monotonic() - self._prepared_at >= self.wake_cap
         )
         if prepare:
             self._changed = False
-            self.engine.prepare(TickReport())
+            # Only the next due time, and only in the lead before it: a plan "ahead" to a time
+            # seconds away treated every occurrence until then as missed and skipped all but
+            # the newest.
+            ahead_to = (
+                self._due_at if early and self._due_at is not None and self._due_at > now else None
+            )
+            started = time.monotonic()
+            self.engine.prepare(TickReport(), ahead_to=ahead_to)
             self._prepared_at = time.monotonic()
+            took = self._prepared_at - started
+            self._lead = min(max(_LEAD_FACTOR * took, _LEAD_MIN), _LEAD_MAX)
+            self._ahead_to = ahead_to
             self.metrics.reclaimed(self.housekeeping.maybe_sweep(self.engine, now))
         if prepare or booked or self._more_waiting:
             self._claim()
@@ -282,7 +308,8 @@ class Worker:
             if self._more_waiting and self._capacity() > 0:
                 return 0.0
             if self._due_at is not None:
-                delays.append((self._due_at - now).total_seconds())
+                lead = 0.0 if self._ahead_to == self._due_at else self._lead
+                delays.append((self._due_at - now).total_seconds() - lead)
         beat = self._next_heartbeat()
         if beat is not None:
             delays.append((beat - now).total_seconds())

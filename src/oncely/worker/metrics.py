@@ -17,7 +17,16 @@ from prometheus_client import (
 )
 
 OUTCOMES = frozenset(
-    {"succeeded", "retrying", "failed", "skipped", "abandoned", "lease_lost", "released"}
+    {
+        "succeeded",
+        "retrying",
+        "failed",
+        "skipped",
+        "abandoned",
+        "lease_lost",
+        "released",
+        "unbooked",
+    }
 )
 """The ``status`` label values of ``oncely_occurrences_total``."""
 

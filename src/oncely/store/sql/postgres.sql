@@ -306,6 +306,15 @@ SET status = 'failed', finished_at = %(now)s, error = %(error)s, lease_owner = N
 WHERE id = %(id)s AND status = 'running' AND fence = %(fence)s
 RETURNING schedule_id;
 
+-- name: book_skipped
+-- A claimed occurrence that is not run after all (claimed too late for its misfire policy):
+-- skipped with the reason, and the attempt its claim counted given back.
+UPDATE oncely_occurrences
+SET status = 'skipped', reason = %(reason)s, finished_at = %(now)s, attempts = attempts - 1,
+    lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, worker = NULL
+WHERE id = %(id)s AND status = 'running' AND fence = %(fence)s
+RETURNING id;
+
 -- name: reset_failures
 UPDATE oncely_schedules SET consecutive_failures = 0
 WHERE id = ANY(%(ids)s::bigint[]) AND consecutive_failures <> 0;

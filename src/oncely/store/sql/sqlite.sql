@@ -292,6 +292,15 @@ SET status = 'failed', finished_at = :now, error = :error, lease_owner = NULL,
 WHERE id = :id AND status = 'running' AND fence = :fence
 RETURNING schedule_id;
 
+-- name: book_skipped
+-- A claimed occurrence that is not run after all (claimed too late for its misfire policy):
+-- skipped with the reason, and the attempt its claim counted given back.
+UPDATE oncely_occurrences
+SET status = 'skipped', reason = :reason, finished_at = :now, attempts = attempts - 1,
+    lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, worker = NULL
+WHERE id = :id AND status = 'running' AND fence = :fence
+RETURNING id;
+
 -- name: reset_failures
 UPDATE oncely_schedules SET consecutive_failures = 0
 WHERE id IN (SELECT value FROM json_each(:ids)) AND consecutive_failures <> 0;
