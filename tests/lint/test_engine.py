@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from oncely.cli import main
 from oncely.errors import ConfigurationError
-from oncely.lint import all_rules, lint_files, read_config
+from oncely.lint import LintConfig, all_rules, lint_files, read_config
+from oncely.lint import engine as lint_engine
+from oncely.lint.engine import PARALLEL_MIN_FILES, enabled_rules
+from oncely.lint.reporters import rule_reference
 from oncely.lint.rules import RULE_MODULE
 
 RULES_DIR = Path(__file__).resolve().parents[2] / "src" / "oncely" / "lint" / "rules"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "lint.md"
 
 
 def _project(tmp_path: Path, config: str = "", **files: str) -> Path:
@@ -95,3 +102,68 @@ def test_exit_status_and_formats(tmp_path: Path) -> None:
     unknown = runner.invoke(main, ["lint", "--select", "ONC999", str(root)])
     assert unknown.exit_code == 2
     assert "no rule has that code" in unknown.output
+
+
+def test_each_rule_is_built_with_its_own_options(tmp_path: Path) -> None:
+    config = LintConfig(root=tmp_path, options={"ONC000": {"note": "kept"}})
+    rules = {rule.code: rule for rule in enabled_rules(config)}
+    assert rules["ONC000"].options == {"note": "kept"}
+    assert rules["ONC001"].options == {}
+
+
+def test_a_byte_order_mark_and_crlf_line_ends_are_read_as_python_reads_them(
+    tmp_path: Path,
+) -> None:
+    root = _project(tmp_path)
+    (root / "bom.py").write_bytes(b"\xef\xbb\xbfx = 1\r\ny = 2  # oncely: allow ONC101\r\n")
+    findings = lint_files([root], read_config(root / "pyproject.toml"))
+    assert [(f.path, f.line, f.code) for f in findings] == [("bom.py", 2, "ONC000")]
+
+
+def test_a_parallel_run_finds_what_a_serial_one_does_in_the_same_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _project(tmp_path)
+    for index in range(PARALLEL_MIN_FILES + 40):
+        text = ("def f(:\n", "x = 1  # oncely: allow ONC101\n", "y = 2\n")[index % 3]
+        path = root / f"pkg{index % 7}" / f"m{index:03}.py"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(("\n" * (index % 5)) + text)
+    config = read_config(root / "pyproject.toml")
+    pools: list[int | None] = []
+
+    class CountingPool(ProcessPoolExecutor):
+        def __init__(self, max_workers: int | None = None, **kwargs: Any) -> None:
+            pools.append(max_workers)
+            super().__init__(max_workers, **kwargs)
+
+    monkeypatch.setattr(lint_engine, "ProcessPoolExecutor", CountingPool)
+    serial = lint_files([root], config, jobs=1)
+    assert pools == []
+    parallel = lint_files([root], config, jobs=2)
+    assert pools == [2]
+    assert len(serial) == sum(1 for index in range(PARALLEL_MIN_FILES + 40) if index % 3 != 2)
+    assert parallel == serial
+
+
+def test_a_small_run_stays_in_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _project(tmp_path, **{f"m{i}_py": "x = 1\n" for i in range(PARALLEL_MIN_FILES)})
+    monkeypatch.setattr(lint_engine, "ProcessPoolExecutor", None)
+    assert lint_files([root], read_config(root / "pyproject.toml"), jobs=2) == []
+
+
+def test_docs_describe_every_rule_from_its_docstring() -> None:
+    """docs/lint.md's rule sections are written from the docstrings; to rewrite them, run
+    ``ONCELY_UPDATE_DOCS=1 pytest tests/lint/test_engine.py -k docs``."""
+    document = DOCS.read_text(encoding="utf-8")
+    begin, end = "<!-- rules: begin -->\n", "<!-- rules: end -->\n"
+    head, rest = document.split(begin)
+    written, tail = rest.split(end)
+    expected = rule_reference(all_rules())
+    if os.environ.get("ONCELY_UPDATE_DOCS") == "1" and written != expected:
+        DOCS.write_text(f"{head}{begin}{expected}{end}{tail}", encoding="utf-8")
+        written = expected
+    for rule in all_rules():
+        heading = rf"^### {rule.code} {re.escape(rule.name)}$"
+        assert re.search(heading, written, re.MULTILINE), f"docs/lint.md lacks {rule.code}"
+    assert written == expected, "docs/lint.md is out of date: see this test's docstring"

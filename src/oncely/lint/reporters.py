@@ -1,0 +1,147 @@
+"""How findings are shown: text, JSON, SARIF 2.1.0; and the rules' reference for docs/lint.md.
+
+Text is ``path:line:col: CODE message``, one finding a line. JSON is a list of objects with
+those five keys. SARIF is one run of the ``oncely`` tool whose ``rules`` are the rules that ran,
+each result an ``error`` at a path relative to the config root (``%SRCROOT%``), for code-scanning
+services (GitHub's among them) to annotate. Columns are the engine's: 1-based, counted in bytes
+of the line's UTF-8 text.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+from typing import Any
+from urllib.parse import quote
+
+from oncely.lint.cache import oncely_version
+from oncely.lint.finding import Finding
+from oncely.lint.rules import Rule
+
+SARIF_SCHEMA = (
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+)
+#: The base of every relative artifact URI in a SARIF log: the config root.
+SOURCE_ROOT = "%SRCROOT%"
+_SECTION = re.compile(r"^## (?P<title>.+)$", re.MULTILINE)
+
+
+def text_report(findings: Sequence[Finding]) -> str:
+    """One ``path:line:col: CODE message`` line per finding ('' when there are none)."""
+    return "".join(f"{finding}\n" for finding in findings)
+
+
+def json_report(findings: Sequence[Finding]) -> str:
+    """A JSON list of ``{"path", "line", "col", "code", "message"}`` objects."""
+    return json.dumps(
+        [
+            {"path": f.path, "line": f.line, "col": f.col, "code": f.code, "message": f.message}
+            for f in findings
+        ],
+        indent=2,
+    )
+
+
+def sarif_report(findings: Sequence[Finding], rules: Sequence[type[Rule]], root: Path) -> str:
+    """`sarif_log` as JSON text."""
+    return json.dumps(sarif_log(findings, rules, root), indent=2)
+
+
+def sarif_log(
+    findings: Sequence[Finding], rules: Sequence[type[Rule]], root: Path
+) -> dict[str, Any]:
+    """A SARIF 2.1.0 log of one run: ``rules`` describe what ran, ``findings`` are its results.
+
+    A finding's path relative to ``root`` (the config root) becomes a URI relative to
+    ``%SRCROOT%``; an absolute one (a file outside the root) becomes a ``file:`` URI.
+    """
+    index = {rule.code: position for position, rule in enumerate(rules)}
+    results = []
+    for finding in findings:
+        result: dict[str, Any] = {"ruleId": finding.code}
+        if finding.code in index:
+            result["ruleIndex"] = index[finding.code]
+        result |= {
+            "level": "error",
+            "message": {"text": finding.message},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": _artifact(finding.path),
+                        "region": {"startLine": finding.line, "startColumn": finding.col},
+                    }
+                }
+            ],
+        }
+        results.append(result)
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "oncely",
+                        "version": oncely_version(),
+                        "rules": [_descriptor(rule) for rule in rules],
+                    }
+                },
+                "originalUriBaseIds": {SOURCE_ROOT: {"uri": root.resolve().as_uri() + "/"}},
+                "results": results,
+            }
+        ],
+    }
+
+
+def _artifact(path: str) -> dict[str, str]:
+    posix = PurePosixPath(path)
+    if posix.is_absolute():
+        return {"uri": Path(path).as_uri()}
+    return {"uri": quote(posix.as_posix()), "uriBaseId": SOURCE_ROOT}
+
+
+def _descriptor(rule: type[Rule]) -> dict[str, Any]:
+    documentation = rule_documentation(rule)
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.message},
+        "fullDescription": {"text": _plain(section(rule, "What it does"))},
+        "help": {"text": documentation, "markdown": documentation},
+        "defaultConfiguration": {"level": "error"},
+    }
+
+
+def rule_documentation(rule: type[Rule]) -> str:
+    """The rule's docstring, dedented: What it does / Why is this bad? / Example / Use instead."""
+    return inspect.cleandoc(rule.__doc__ or "")
+
+
+def section(rule: type[Rule], title: str) -> str:
+    """The text of the ``## <title>`` section of the rule's documentation ('' when absent)."""
+    documentation = rule_documentation(rule)
+    headings = list(_SECTION.finditer(documentation))
+    for position, heading in enumerate(headings):
+        if heading["title"].strip() == title:
+            end = headings[position + 1].start() if position + 1 < len(headings) else None
+            return documentation[heading.end() : end].strip()
+    return ""
+
+
+def rule_reference(rules: Sequence[type[Rule]]) -> str:
+    """Markdown with one section per rule, ``### CODE name``, written from its docstring.
+
+    docs/lint.md holds this between its ``<!-- rules -->`` markers; a test keeps them equal.
+    """
+    parts = []
+    for rule in rules:
+        body = _SECTION.sub(r"#### \g<title>", rule_documentation(rule))
+        parts.append(f"### {rule.code} {rule.name}\n\nMessage: `{rule.message}`\n\n{body}\n")
+    return "\n".join(parts)
+
+
+def _plain(markdown: str) -> str:
+    return " ".join(markdown.replace("``", "").replace("`", "").split())
