@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from oncely.cli import main
 from oncely.errors import ConfigurationError
-from oncely.lint import Rule, read_config
+from oncely.lint import Rule, all_rules, read_config
 from oncely.lint import engine as lint_engine
 from oncely.lint.prove import Proof, prove
 from oncely.lint.rules.base import Context
@@ -118,18 +118,18 @@ def test_every_enabled_rule_is_proved_and_the_tree_is_untouched(tmp_path: Path) 
     root = _project(tmp_path)
     before = _tree(root)
     status, lines = _prove(str(root / "src"))
-    assert (status, lines) == (
-        0,
-        [
-            "ONC000 proved: fired at src/app/oncely_prove_onc000.py:3",
-            "ONC001 proved: fired at src/app/oncely_prove_onc001.py:1",
-        ],
-    )
+    assert status == 0
+    assert [line.split()[0] for line in lines] == [rule.code for rule in all_rules()]
+    assert all(" proved: fired at src/app/oncely_prove_" in line for line in lines)
+    assert lines[:2] == [
+        "ONC000 proved: fired at src/app/oncely_prove_onc000.py:3",
+        "ONC001 proved: fired at src/app/oncely_prove_onc001.py:1",
+    ]
     assert _tree(root) == before
 
 
 def test_only_enabled_rules_are_proved(tmp_path: Path) -> None:
-    root = _project(tmp_path, 'ignore = ["ONC001"]')
+    root = _project(tmp_path, 'select = ["ONC000", "ONC001"]\nignore = ["ONC001"]')
     assert _prove(str(root))[1] == ["ONC000 proved: fired at src/app/oncely_prove_onc000.py:3"]
 
 
@@ -142,7 +142,9 @@ def test_a_rule_excluded_everywhere_is_not_proved(tmp_path: Path) -> None:
 
 
 def test_a_rule_allowed_everywhere_it_would_go_is_not_proved(tmp_path: Path) -> None:
-    root = _project(tmp_path, '[tool.oncely.lint.allow]\nONC001 = ["src/*"]')
+    root = _project(
+        tmp_path, 'select = ["ONC000", "ONC001"]\n[tool.oncely.lint.allow]\nONC001 = ["src/*"]'
+    )
     status, lines = _prove(str(root / "src"))
     assert status == 1
     assert lines == [

@@ -124,7 +124,7 @@ def test_uris_are_relative_to_the_config_root_wherever_the_command_runs(
 
 def test_only_the_rules_that_ran_are_described(tmp_path: Path) -> None:
     root = _project(tmp_path)
-    _, log = _sarif(tmp_path, "--ignore", "ONC000", str(root))
+    _, log = _sarif(tmp_path, "--select", "ONC000,ONC001", "--ignore", "ONC000", str(root))
     [run] = log["runs"]
     assert [rule["id"] for rule in run["tool"]["driver"]["rules"]] == ["ONC001"]
     assert [(r["ruleId"], r["ruleIndex"]) for r in run["results"]] == [("ONC001", 0)]
