@@ -19,7 +19,7 @@ LINT_PATHS := $(wildcard src tests bench examples)
 help:
 	@echo "make demo   create .venv, install, run the example app with two worker processes"
 	@echo "make test   create .venv, install dev deps, run lint and the whole test suite"
-	@echo "make lint   ruff check, ruff format --check, mypy (strict on src/)"
+	@echo "make lint   ruff check, ruff format --check, mypy (strict on src/), oncely lint src"
 	@echo "make bench  run bench/recurrence.py, engine.py, worker.py (oncely alone) and locks.py"
 	@echo "make bench-peers  bench/engine.py beside procrastinate, pgqueuer, APScheduler 4"
 	@echo "make clean  remove .venv and caches"
@@ -41,6 +41,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check $(LINT_PATHS)
 	$(BIN)/ruff format --check $(LINT_PATHS)
 	$(BIN)/mypy
+	$(BIN)/oncely lint src
 
 test: $(STAMP) lint
 	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(BIN)/pytest $(PYTEST_ARGS)

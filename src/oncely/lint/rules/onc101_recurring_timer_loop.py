@@ -1,0 +1,699 @@
+"""ONC101: work repeated on a timer of the code's own making, a second scheduler."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from oncely.lint.rules.base import Context, Rule
+
+_FIX = "schedule it with @app.job(oncely.every(...)) instead"
+_SLEEPS = frozenset(
+    {
+        "time.sleep",
+        "asyncio.sleep",
+        "trio.sleep",
+        "trio.sleep_until",
+        "anyio.sleep",
+        "anyio.sleep_until",
+        "gevent.sleep",
+    }
+)
+# The last name of a call that reads a clock: time.monotonic(), loop.time(), datetime.now(),
+# trio.current_time(), an injected self.clock().
+_CLOCKS = frozenset(
+    {"time", "monotonic", "perf_counter", "time_ns", "monotonic_ns", "perf_counter_ns"}
+    | {"now", "utcnow", "current_time", "clock"}
+)
+_CALLBACK_TIMERS = frozenset({"call_later", "call_at"})
+# Methods by which a body drains or fills what its `while` condition tests, and by which it
+# re-reads an object whose attributes the condition tests: progress towards an end.
+_CHANGES = frozenset(
+    {"pop", "popleft", "popitem", "remove", "discard", "get", "get_nowait", "recv", "read"}
+    | {"readline", "append", "appendleft", "add", "extend", "update", "put", "put_nowait"}
+)
+_REFRESHES = frozenset({"reload", "refresh", "refresh_from_db"})
+_LOGS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
+_ARITHMETIC = frozenset({"min", "max", "abs", "float", "int", "round"})
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_EXITS = (ast.Break, ast.Return, ast.Raise)
+_ORDERING = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+
+_Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+class RecurringTimerLoop(Rule):
+    """## What it does
+    Finds work repeated on a timer of the code's own making:
+
+    - a loop that waits on time and repeats work: ``while True:`` (``while 1:``, ``while
+      running:``, ``for _ in itertools.count():``) whose body sleeps or waits with a timeout, or
+      ``while not stop.wait(60):``, the wait being the loop's condition;
+    - a ``threading.Timer`` created and started inside the function it calls back (it re-arms
+      itself), and ``loop.call_later(delay, f)`` / ``loop.call_at(when, f)`` inside ``f``.
+
+    *Waits on time*: ``sleep`` of time, asyncio, trio, anyio or gevent (and ``sleep_until`` of
+    trio and anyio) however imported (``import time as t``, ``from time import sleep as
+    pause``), except ``sleep(0)``, which only yields; ``x.wait(t)`` or ``x.wait(timeout=t)``
+    whose one argument is a duration that is not None (``Event().wait(60)``,
+    ``stop.wait(timeout=5)``; not a module's ``asyncio.wait(fs)`` nor ``conn.wait(gen,
+    timeout=5)``, which wait for I/O); ``asyncio.wait_for(event.wait(), timeout)``; and a call
+    of a function of this file that always waits (on its path when nothing raises). A wait
+    belongs to the innermost loop around it; one in a nested function, lambda or class belongs
+    to no loop around it, and one in an ``except`` block is backoff after a failure.
+
+    The *path* of an iteration is what it runs when nothing raises: the body and the ``try``,
+    ``else``, ``finally`` and ``with`` blocks in it, not what is under an ``if`` or ``except``.
+    A loop that waits on time is left alone when one of these holds:
+
+    - it is a ``for`` over anything but an endless iterator (``itertools.count()``, ``cycle()``,
+      ``repeat(x)`` without a count): retries over ``range(n)`` and rate limiters over work items
+      end when their iterable does;
+    - its ``while`` condition caps it: an ordering comparison with a clock read in the loop
+      (``time.monotonic() < deadline``), a comparison of a counter the loop steps with ``+=`` or
+      ``-=``, or a value bound in the condition (``while (item := next_item()):``); or the
+      condition reads what the body changes: a name assigned on the path (``while not done:
+      done = check()``) or an object drained, filled or refreshed (``.pop()``, ``.get()``,
+      ``.add()``, ``.reload()``...);
+    - it ends after success: its path reaches a ``break``, ``return`` or ``raise``, either
+      unconditionally or under ``if`` tests that each cap the loop (``if time.monotonic() >
+      deadline: raise``, ``if attempt >= 5:``) or read a value bound on the path (``resp =
+      fetch()`` ... ``if resp.ok: return resp``);
+    - it does no work: its body only waits, logs, does arithmetic and checks, and a branch
+      that leaves the loop does its work once (``if ready(): claim(); break``).
+
+    What is not an end: an ``if`` reading neither a cap nor a value of the path (``if
+    stop.is_set(): break``, ``if self._stopping:``), and whatever follows an
+    ``asyncio.wait_for(stop.wait(), ...)`` that returned (the stop came). Those are stop
+    switches: the loop repeats its work until someone flips one, and is reported.
+
+    ## Why is this bad?
+    Every copy of the app runs the loop, so with two instances (a rolling deploy is enough) the
+    work runs twice. It keeps no record: a crash or a deploy silently skips turns and nobody can
+    answer "did last Tuesday's run happen?". It is a second scheduler that nobody designed.
+
+    ## Example
+    ```python
+    def sync_forever():
+        while True:
+            sync_invoices()
+            time.sleep(3600)
+    ```
+
+    ## Use instead
+    ```python
+    @app.job(oncely.every(hours=1))
+    def sync(run: oncely.Run) -> None:
+        sync_invoices()
+    ```
+    """
+
+    code = "ONC101"
+    name = "recurring-timer-loop"
+    message = "ad-hoc recurring timer"
+    violating = """\
+import threading
+import time
+
+
+def sync_forever(sync_invoices):
+    while True:  # fires
+        sync_invoices()
+        time.sleep(3600)
+
+
+def heartbeat(send):
+    send()
+    threading.Timer(30, heartbeat, args=(send,)).start()  # fires
+"""
+    clean = """\
+import time
+
+
+def fetch_with_retry(fetch):
+    for attempt in range(5):
+        try:
+            return fetch()
+        except OSError:
+            time.sleep(2**attempt)
+    raise RuntimeError("gave up after 5 attempts")
+
+
+def wait_until_ready(ready, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if time.monotonic() > deadline:
+            raise TimeoutError("not ready")
+        time.sleep(0.1)
+"""
+
+    def __init__(self, options: Mapping[str, Any] | None = None) -> None:
+        super().__init__(options)
+        self._context: Context | None = None
+        self._file: _File | None = None
+
+    def visit_While(self, node: ast.While, context: Context) -> None:
+        self._check_loop(node, context)
+
+    def visit_For(self, node: ast.For, context: Context) -> None:
+        self._check_loop(node, context)
+
+    def visit_Call(self, node: ast.Call, context: Context) -> None:
+        func = node.func
+        called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        timer = called not in _CALLBACK_TIMERS
+        callback = _argument(node, 1, "function" if timer else "callback")
+        function = _enclosing_function(node, context)
+        if callback is None or function is None or not _refers(callback, function):
+            return
+        if timer:
+            if self._read(node, context).dotted(func) != "threading.Timer":
+                return
+            if not _started(node, function, context):
+                return
+            how = "threading.Timer"
+        else:
+            how = _short(ast.unparse(func))
+        self.report(context, node, f"{how} re-arms {function.name}() from inside it; {_FIX}")
+
+    def _read(self, node: ast.AST, context: Context) -> _File:
+        """The file's imports and functions, read once per file on first need."""
+        if self._file is None or self._context is not context:
+            ancestors = context.ancestors(node)
+            self._file = _File.read(ancestors[-1] if ancestors else node)
+            self._context = context
+        return self._file
+
+    def _check_loop(self, loop: ast.While | ast.For, context: Context) -> None:
+        file = self._read(loop, context)
+        if isinstance(loop, ast.For):
+            if not file.endless(loop.iter):
+                return
+            head = f"for {ast.unparse(loop.target)} in {ast.unparse(loop.iter)}"
+            test_calls: list[ast.Call] = []
+        else:
+            if isinstance(loop.test, ast.Constant) and not loop.test.value:
+                return
+            head = f"while {ast.unparse(loop.test)}"
+            test_calls = [n for n in ast.walk(loop.test) if isinstance(n, ast.Call)]
+        body_calls = sorted(
+            (n for n in _own(loop.body, into_handlers=False) if isinstance(n, ast.Call)),
+            key=lambda n: (n.lineno, n.col_offset),
+        )
+        waits = [w for w in map(file.wait, [*test_calls, *body_calls]) if w is not None]
+        if not waits:
+            return
+        facts = _Facts.of(loop, file)
+        if isinstance(loop, ast.While) and self._capped(loop, facts, file):
+            return
+        if _idle(loop.body, file) or _ends(loop.body, facts, file):
+            return
+        detail = f"`{_short(head)}` repeats work and waits on {waits[0]}; {_FIX}"
+        self.report(context, loop, detail)
+
+    @staticmethod
+    def _capped(loop: ast.While, facts: _Facts, file: _File) -> bool:
+        """Whether the condition caps the loop or tracks what the body consumes or produces."""
+        if _caps(loop.test, True, facts, file):
+            return True
+        for node in ast.walk(loop.test):
+            if isinstance(node, ast.NamedExpr) and not (
+                isinstance(node.value, ast.Call) and file.wait(node.value)
+            ):
+                return True
+        for node in _own(loop.body, into_loops=True):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                receiver, method = _key(node.func.value), node.func.attr
+                if method in _CHANGES and receiver in facts.subjects:
+                    return True
+                if method in _REFRESHES and receiver and _rooted_in(facts.subjects, receiver):
+                    return True
+            elif isinstance(node, ast.Delete):
+                deleted = (t.value for t in node.targets if isinstance(t, ast.Subscript))
+                if any(_key(value) in facts.subjects for value in deleted):
+                    return True
+        return False
+
+
+@dataclass
+class _File:
+    """What ONC101 needs from the whole file: its imports and functions, from its statements."""
+
+    imports: dict[str, str] = field(default_factory=dict)
+    modules: set[str] = field(default_factory=set)
+    functions: dict[str, list[_Function]] = field(default_factory=dict)
+    methods: dict[str, list[_Function]] = field(default_factory=dict)
+    sleeping: set[_Function] | None = None
+
+    @classmethod
+    def read(cls, tree: ast.AST) -> _File:
+        found = cls()
+        stack: list[tuple[ast.AST, bool]] = [(tree, False)]
+        while stack:
+            node, in_class = stack.pop()
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    bound = alias.asname or alias.name.split(".")[0]
+                    found.imports[bound] = alias.name if alias.asname else bound
+                    found.modules.add(bound)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for alias in node.names:
+                    found.imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+            elif isinstance(node, ast.ImportFrom) and not node.module:
+                found.modules.update(alias.asname or alias.name for alias in node.names)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                kind = found.methods if in_class else found.functions
+                kind.setdefault(node.name, []).append(node)
+            # Statements only: imports and definitions are never inside expressions.
+            for name in ("body", "orelse", "handlers", "finalbody", "cases"):
+                children = getattr(node, name, [])
+                if isinstance(children, list):
+                    stack.extend((child, isinstance(node, ast.ClassDef)) for child in children)
+        return found
+
+    def dotted(self, node: ast.AST) -> str | None:
+        """What a name or attribute chain names, through the imports: ``t.sleep``, time.sleep."""
+        if isinstance(node, ast.Name):
+            return self.imports.get(node.id, node.id)
+        if isinstance(node, ast.Attribute):
+            base = self.dotted(node.value)
+            return None if base is None else f"{base}.{node.attr}"
+        return None
+
+    def wait(self, call: ast.Call, sleeping: set[_Function] | None = None) -> str | None:
+        """How ``call`` waits on time, as the report says it; None when it does not."""
+        func = call.func
+        named = self.dotted(func)
+        if named in _SLEEPS:
+            given = _argument(call, 0, "seconds")
+            if isinstance(given, ast.Constant) and given.value == 0:
+                return None  # sleep(0) yields to other threads or tasks, it waits on no time
+            spelled = ast.unparse(func)
+            return f"{spelled}()" if spelled == named else f"{spelled}() ({named})"
+        if self.signalled(call) or self.times_out(call):
+            return _short(ast.unparse(call))
+        local = self._local(func)
+        if local:
+            sleepers = self.sleepers() if sleeping is None else sleeping
+            if any(function in sleepers for function in local):
+                return f"{ast.unparse(func)}(), which sleeps"
+        return None
+
+    def signalled(self, call: ast.Call) -> bool:
+        """Whether ``call`` is ``x.wait(timeout)``, its one argument a duration that is not None
+        (not a module's ``asyncio.wait(fs)``, nor ``conn.wait(gen, timeout=...)`` for I/O)."""
+        func = call.func
+        if not isinstance(func, ast.Attribute) or func.attr != "wait":
+            return False
+        if self._is_module(func.value) or len(call.args) + len(call.keywords) != 1:
+            return False
+        given = _timeout(call, 0)
+        if given is None or (isinstance(given, ast.Constant) and not _number(given.value)):
+            return False
+        return _arithmetic(given, self)
+
+    def times_out(self, call: ast.Call) -> bool:
+        """Whether ``call`` is ``asyncio.wait_for(event.wait(), timeout)``: it raises on timeout,
+        so returning from it means the event was set."""
+        return (
+            self.dotted(call.func) == "asyncio.wait_for"
+            and _timeout(call, 1) is not None
+            and _waits(_argument(call, 0, "fut"))
+        )
+
+    def sleepers(self) -> set[_Function]:
+        """The file's functions that always wait on time: on the path a call takes when
+        nothing raises, not under an ``if`` or in a loop of their own; directly or not."""
+        if self.sleeping is None:
+            every = [
+                f for group in [*self.functions.values(), *self.methods.values()] for f in group
+            ]
+            found: set[_Function] = set()
+            grew = True
+            while grew:
+                grew = False
+                for function in every:
+                    if function not in found and any(
+                        isinstance(node, ast.Call) and self.wait(node, found)
+                        for node in _path_calls(function.body)
+                    ):
+                        found.add(function)
+                        grew = True
+            self.sleeping = found
+        return self.sleeping
+
+    def endless(self, node: ast.expr) -> bool:
+        """Whether ``node`` is an iterator that never ends: itertools count, cycle, repeat(x)."""
+        if not isinstance(node, ast.Call):
+            return False
+        named = self.dotted(node.func)
+        if named in ("itertools.count", "itertools.cycle"):
+            return True
+        return named == "itertools.repeat" and len(node.args) == 1 and not node.keywords
+
+    def reads_clock(self, node: ast.AST, clocks: set[str]) -> bool:
+        """Whether ``node`` reads a clock, by a call or through a name in ``clocks``."""
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Call) and self.is_clock(sub):
+                return True
+            if isinstance(sub, ast.Name | ast.Attribute) and _key(sub) in clocks:
+                return True
+        return False
+
+    def is_clock(self, call: ast.Call) -> bool:
+        func = call.func
+        last = func.attr if isinstance(func, ast.Attribute) else self.dotted(func) or ""
+        return last.rsplit(".", 1)[-1] in _CLOCKS
+
+    def _is_module(self, node: ast.expr) -> bool:
+        key = _key(node)
+        return key is not None and key.split(".")[0] in self.modules
+
+    def _local(self, func: ast.expr) -> list[_Function]:
+        if isinstance(func, ast.Name) and func.id not in self.imports:
+            return self.functions.get(func.id, [])
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id in ("self", "cls")
+        ):
+            return self.methods.get(func.attr, [])
+        return []
+
+
+@dataclass
+class _Facts:
+    """What one loop's body does that decides whether the loop is capped or ends."""
+
+    stepped: set[str]  # counters: chains the loop steps with += / -=
+    clocks: set[str]  # chains the loop assigns a clock reading to
+    produced: set[str]  # chains bound on the path an iteration takes when nothing raises
+    subjects: set[str]  # chains the while condition reads
+
+    @classmethod
+    def of(cls, loop: ast.While | ast.For, file: _File) -> _Facts:
+        stepped: set[str] = set()
+        clocks: set[str] = set()
+        for node in _own(loop.body, into_loops=True):
+            if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add | ast.Sub):
+                stepped.update(_targets(node.target))
+            elif isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                chains = {key for target in targets for key in _targets(target)}
+                if file.reads_clock(node.value, set()):
+                    clocks.update(chains)
+                value = node.value
+                if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add | ast.Sub):
+                    stepped.update(chains & {_key(value.left)})
+            elif isinstance(node, ast.NamedExpr) and file.reads_clock(node.value, set()):
+                clocks.add(node.target.id)
+        if isinstance(loop, ast.For):
+            stepped.update(_targets(loop.target))
+            subjects: set[str] = set()
+        else:
+            subjects = set(_chains(loop.test))
+        produced = {key for stmt in _straight(loop.body) for key in _bound(stmt)}
+        produced.update(n.target.id for n in _own(loop.body) if isinstance(n, ast.NamedExpr))
+        return cls(stepped, clocks, produced, subjects)
+
+
+def _caps(test: ast.expr, going_on: bool, facts: _Facts, file: _File) -> bool:
+    """Whether ``test`` caps the loop, the loop going on while it holds (``going_on``) or
+    leaving once it holds: through a deadline or a counter."""
+    if isinstance(test, ast.BoolOp):
+        parts = [_caps(value, going_on, facts, file) for value in test.values]
+        # Going on while a and b: either cap will do; leaving once a and b: both must cap.
+        return all(parts) if isinstance(test.op, ast.Or) == going_on else any(parts)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _caps(test.operand, not going_on, facts, file)
+    if isinstance(test, ast.Compare):
+        operands = [test.left, *test.comparators]
+        if any(isinstance(op, _ORDERING) for op in test.ops) and any(
+            file.reads_clock(operand, facts.clocks) for operand in operands
+        ):
+            return True
+        if not any(isinstance(op, (*_ORDERING, ast.Eq, ast.NotEq)) for op in test.ops):
+            return False
+    return any(chain in facts.stepped for chain in _chains(test))
+
+
+def _ends(body: list[ast.stmt], facts: _Facts, file: _File) -> bool:
+    """Whether an iteration that raises nothing leaves the loop at an end (see the rule)."""
+    for stmt in body:
+        if isinstance(stmt, _EXITS):
+            return True
+        if any(_rooted(subject, _bound(stmt)) for subject in facts.subjects):
+            return True  # the condition's flag, assigned on this path
+        if not isinstance(stmt, ast.If | ast.Try | ast.TryStar | ast.With | ast.AsyncWith) and any(
+            isinstance(node, ast.Call) and file.times_out(node) for node in _own([stmt])
+        ):
+            return False  # past a wait that returned: the signal came, a stop and not an end
+        if isinstance(stmt, ast.If):
+            if _ends_on(stmt.test, facts, file) and (
+                _ends(stmt.body, facts, file) or _ends(stmt.orelse, facts, file)
+            ):
+                return True
+        elif isinstance(stmt, ast.Try | ast.TryStar):
+            if _ends([*stmt.body, *stmt.orelse, *stmt.finalbody], facts, file):
+                return True
+        elif isinstance(stmt, ast.With | ast.AsyncWith) and _ends(stmt.body, facts, file):
+            return True
+    return False
+
+
+def _ends_on(test: ast.expr, facts: _Facts, file: _File) -> bool:
+    """Whether leaving under ``if test`` is an end (a cap, or a result) and not a stop switch."""
+    if _caps(test, False, facts, file):
+        return True
+    if any(isinstance(node, ast.NamedExpr) for node in ast.walk(test)):
+        return True
+    return any(_rooted(chain, facts.produced) for chain in _chains(test))
+
+
+def _idle(body: list[ast.stmt], file: _File) -> bool:
+    """Whether ``body`` does no work: waits, logs, arithmetic, and checks that may leave."""
+    for stmt in body:
+        if isinstance(stmt, ast.Pass | ast.Continue | ast.Break | ast.Return | ast.Raise):
+            continue
+        if isinstance(stmt, ast.Expr):
+            value = stmt.value.value if isinstance(stmt.value, ast.Await) else stmt.value
+            if isinstance(value, ast.Constant):
+                continue
+            if isinstance(value, ast.Call) and (file.wait(value) or _logs(value)):
+                continue
+            return False
+        if isinstance(stmt, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            if stmt.value is None or _arithmetic(stmt.value, file):
+                continue
+            return False
+        if isinstance(stmt, ast.With | ast.AsyncWith) and _idle(stmt.body, file):
+            continue
+        if not isinstance(stmt, ast.If):
+            return False
+        # A branch that leaves the loop runs once, so its work is not repeated.
+        if not all(_idle(branch, file) or _leaves(branch) for branch in (stmt.body, stmt.orelse)):
+            return False
+        # `if not sync(): sleep(60)` runs sync() every turn; `if ready(): break` only checks.
+        exits = any(isinstance(n, _EXITS) for n in _own([*stmt.body, *stmt.orelse]))
+        if not exits and not _arithmetic(stmt.test, file):
+            return False
+    return True
+
+
+def _leaves(body: list[ast.stmt]) -> bool:
+    """Whether ``body`` leaves the loop on the path it takes when nothing raises."""
+    return any(isinstance(stmt, _EXITS) for stmt in _straight(body))
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _arithmetic(node: ast.expr, file: _File) -> bool:
+    """Whether the only calls in ``node`` are clock readings and min/max/abs/int/float/round."""
+    return all(
+        file.is_clock(call) or (isinstance(call.func, ast.Name) and call.func.id in _ARITHMETIC)
+        for call in ast.walk(node)
+        if isinstance(call, ast.Call)
+    )
+
+
+def _waits(node: ast.expr | None) -> bool:
+    """Whether ``node`` is ``event.wait()``, an asyncio event's wait (it takes no timeout)."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "wait"
+        and not node.args
+        and not node.keywords
+    )
+
+
+def _logs(call: ast.Call) -> bool:
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return func.attr in _LOGS
+    return isinstance(func, ast.Name) and func.id == "print"
+
+
+def _own(
+    nodes: Iterable[ast.AST], *, into_loops: bool = False, into_handlers: bool = True
+) -> Iterator[ast.AST]:
+    """The nodes under ``nodes`` that run with them: not inside a nested function, lambda or
+    class, nor (unless asked) a nested loop or (if not asked) an ``except`` block."""
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        yield node
+        if (
+            isinstance(node, _SCOPES)
+            or (not into_loops and isinstance(node, _LOOPS))
+            or (not into_handlers and isinstance(node, ast.ExceptHandler))
+        ):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _path_calls(body: list[ast.stmt]) -> Iterator[ast.AST]:
+    """The calls in the simple statements on the path through ``body`` when nothing raises."""
+    for stmt in _straight(body):
+        if isinstance(stmt, ast.Expr | ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Return):
+            yield from (node for node in _own([stmt]) if isinstance(node, ast.Call))
+
+
+def _straight(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements an iteration runs when nothing raises, besides those under an ``if``."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, ast.Try | ast.TryStar):
+            yield from _straight([*stmt.body, *stmt.orelse, *stmt.finalbody])
+        elif isinstance(stmt, ast.With | ast.AsyncWith):
+            yield from _straight(stmt.body)
+
+
+def _bound(stmt: ast.stmt) -> set[str]:
+    """The chains ``stmt`` itself assigns."""
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, ast.AugAssign | ast.AnnAssign):
+        targets = [stmt.target]
+    elif isinstance(stmt, ast.With | ast.AsyncWith):
+        targets = [item.optional_vars for item in stmt.items if item.optional_vars is not None]
+    else:
+        return set()
+    return {key for target in targets for key in _targets(target)}
+
+
+def _targets(target: ast.expr) -> Iterator[str]:
+    if isinstance(target, ast.Tuple | ast.List):
+        for element in target.elts:
+            yield from _targets(element)
+    elif isinstance(target, ast.Starred):
+        yield from _targets(target.value)
+    else:
+        key = _key(target)
+        if key is not None:
+            yield key
+
+
+def _key(node: ast.AST) -> str | None:
+    """``a.b.c`` for a name or attribute chain, else None."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _key(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
+
+
+def _chains(node: ast.AST) -> Iterator[str]:
+    """The name and attribute chains an expression reads; of ``x.f()``, the receiver ``x``."""
+    if isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Attribute):
+            yield from _chains(node.func.value)
+        for argument in [*node.args, *(keyword.value for keyword in node.keywords)]:
+            yield from _chains(argument)
+        return
+    key = _key(node)
+    if key is not None:
+        yield key
+        return
+    for child in ast.iter_child_nodes(node):
+        yield from _chains(child)
+
+
+def _rooted_in(chains: Iterable[str], root: str) -> bool:
+    return any(_rooted(chain, [root]) for chain in chains)
+
+
+def _rooted(chain: str, roots: Iterable[str]) -> bool:
+    return any(chain == root or chain.startswith(f"{root}.") for root in roots)
+
+
+def _timeout(call: ast.Call, position: int) -> ast.expr | None:
+    """The timeout given to ``call`` at ``position`` or as ``timeout=``, unless None."""
+    given = _argument(call, position, "timeout")
+    if given is None or (isinstance(given, ast.Constant) and given.value is None):
+        return None
+    return given
+
+
+def _argument(call: ast.Call, position: int, keyword: str) -> ast.expr | None:
+    if len(call.args) > position and not isinstance(call.args[position], ast.Starred):
+        return call.args[position]
+    return next((k.value for k in call.keywords if k.arg == keyword), None)
+
+
+def _enclosing_function(node: ast.AST, context: Context) -> _Function | None:
+    for ancestor in context.ancestors(node):
+        if isinstance(ancestor, ast.FunctionDef | ast.AsyncFunctionDef):
+            return ancestor
+        if isinstance(ancestor, ast.ClassDef):
+            return None
+    return None
+
+
+def _refers(node: ast.expr, function: _Function) -> bool:
+    """Whether ``node`` is ``function`` itself: its name, ``self.name``, a partial or a lambda."""
+    if isinstance(node, ast.Name):
+        return node.id == function.name
+    if isinstance(node, ast.Attribute):
+        positional = [*function.args.posonlyargs, *function.args.args]
+        owners = {"self", "cls", *(arg.arg for arg in positional[:1])}
+        return (
+            node.attr == function.name
+            and isinstance(node.value, ast.Name)
+            and node.value.id in owners
+        )
+    if isinstance(node, ast.Call):
+        func = node.func
+        called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        return called == "partial" and bool(node.args) and _refers(node.args[0], function)
+    if isinstance(node, ast.Lambda):
+        return isinstance(node.body, ast.Call) and _refers(node.body.func, function)
+    return False
+
+
+def _started(timer: ast.Call, function: _Function, context: Context) -> bool:
+    """Whether ``function`` starts the timer ``timer`` creates: at once, or by the name it binds."""
+    parent = context.parent(timer)
+    if isinstance(parent, ast.Attribute):
+        return parent.attr == "start"
+    if not isinstance(parent, ast.Assign | ast.AnnAssign):
+        return False
+    targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+    names = {key for target in targets for key in _targets(target)}
+    return any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "start"
+        and _key(node.func.value) in names
+        for node in ast.walk(function)
+    )
+
+
+def _short(text: str, limit: int = 48) -> str:
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
