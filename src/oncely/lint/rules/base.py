@@ -33,6 +33,19 @@ class Context:
     def parent(self, node: ast.AST) -> ast.AST | None:
         return self.parents.get(node)
 
+    def absolute(self, level: int, module: str | None) -> str | None:
+        """The absolute module ``from <level dots><module> import ...`` names in this file, or
+        None when it climbs above the top-level package."""
+        if level == 0:
+            return module
+        package = [part for part in self.module.split(".") if part]
+        if Path(self.path).name != "__init__.py":
+            package = package[:-1]
+        if level - 1 > len(package):
+            return None
+        parts = package[: len(package) - (level - 1)] + (module.split(".") if module else [])
+        return ".".join(parts) or None
+
     def ancestors(self, node: ast.AST) -> list[ast.AST]:
         found = []
         current = self.parents.get(node)

@@ -94,7 +94,7 @@ class PrivateImportAcrossBoundary(Rule):
             self._check_module(alias.name, node, context)
 
     def visit_ImportFrom(self, node: ast.ImportFrom, context: Context) -> None:
-        target = _absolute(context, node.level, node.module)
+        target = context.absolute(node.level, node.module)
         boundary = None if target is None else self._foreign(target, context)
         if target is None or boundary is None:
             return
@@ -176,20 +176,6 @@ class PrivateImportAcrossBoundary(Rule):
         if module not in self._interfaces:
             self._interfaces[module] = _read_interface(root, module)
         return self._interfaces[module]
-
-
-def _absolute(context: Context, level: int, module: str | None) -> str | None:
-    """The absolute module ``from <level dots><module> import ...`` names in ``context``'s
-    module, or None when it climbs above the top-level package."""
-    if level == 0:
-        return module
-    package = [part for part in context.module.split(".") if part]
-    if Path(context.path).name != "__init__.py":
-        package = package[:-1]
-    if level - 1 > len(package):
-        return None
-    parts = package[: len(package) - (level - 1)] + (module.split(".") if module else [])
-    return ".".join(parts) or None
 
 
 def _read_interface(root: Path | None, module: str) -> _Interface:

@@ -6,7 +6,6 @@ import ast
 import fnmatch
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar
 
 from oncely.errors import ConfigurationError
@@ -144,7 +143,7 @@ class _Scan:
                     top = alias.name.partition(".")[0]
                     self.bindings[top] = _Bound(top, reported=False)
             return
-        module = _absolute(self.context, node.level, node.module)
+        module = self.context.absolute(node.level, node.module)
         if module is None:
             return
         for alias in node.names:
@@ -232,20 +231,6 @@ def _allowed(module: str, symbol: str, globs: tuple[str, ...]) -> bool:
     if module == symbol.rpartition(".")[0]:
         return True
     return any(fnmatch.fnmatchcase(module, glob) for glob in globs)
-
-
-def _absolute(context: Context, level: int, module: str | None) -> str | None:
-    """The absolute module ``from <level dots><module> import ...`` names in ``context``'s
-    module, or None when it climbs above the top-level package."""
-    if level == 0:
-        return module
-    package = [part for part in context.module.split(".") if part]
-    if Path(context.path).name != "__init__.py":
-        package = package[:-1]
-    if level - 1 > len(package):
-        return None
-    parts = package[: len(package) - (level - 1)] + (module.split(".") if module else [])
-    return ".".join(parts) or None
 
 
 def _symbols(value: Any) -> dict[str, tuple[str, ...]]:
