@@ -21,7 +21,7 @@ help:
 	@echo "make test   create .venv, install dev deps, run lint and the whole test suite"
 	@echo "make lint   ruff check, ruff format --check, mypy (strict on src/), oncely lint src"
 	@echo "make bench  run bench/recurrence.py, engine.py, worker.py (oncely alone) and locks.py"
-	@echo "make bench-peers  bench/engine.py beside procrastinate, pgqueuer, APScheduler 4"
+	@echo "make bench-peers  bench/engine.py beside procrastinate, pgqueuer, APScheduler 4; bench/lint.py beside flake8, lint-imports, ruff"
 	@echo "make clean  remove .venv and caches"
 
 venv .venv: $(STAMP)
@@ -63,6 +63,7 @@ $(PEERS_STAMP): bench/requirements-peers.txt
 
 bench-peers: $(STAMP) $(PEERS_STAMP)
 	$(BIN)/python bench/engine.py
+	$(BIN)/python bench/lint.py
 
 clean:
 	rm -rf $(VENV) .venv-bench build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis
