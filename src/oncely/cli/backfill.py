@@ -6,7 +6,7 @@ import click
 
 from oncely.cli.loading import app_in_use
 from oncely.cli.moment import Moment, at, time_option
-from oncely.cli.options import TENANT_OF_KEY, tenant_option
+from oncely.cli.options import TENANT_OF_KEY, scoped, tenant_option
 from oncely.cli.output import when
 
 
@@ -30,7 +30,7 @@ def backfill(app_spec: str, key: str, since: Moment, until: Moment, tenant: str 
                 f"--since {when(start)} is after --until {when(end)}; swap them",
                 param_hint="--since/--until",
             )
-        added = (app if tenant is None else app.for_tenant(tenant)).backfill(key, start, end)
+        added = scoped(app, tenant).backfill(key, start, end)
     where = "" if tenant is None else f" (tenant {tenant!r})"
     click.echo(
         f"backfilled {key!r}{where} from {when(start)} to {when(end)}: {added} occurrence"

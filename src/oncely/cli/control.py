@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from oncely.cli.loading import app_in_use
-from oncely.cli.options import TENANT_OF_KEY, tenant_option
+from oncely.cli.options import TENANT_OF_KEY, scoped, tenant_option
 from oncely.cli.output import when
 
 
@@ -21,7 +21,7 @@ def trigger(app_spec: str, key: str, tenant: str | None) -> None:
     """Run schedule KEY once now, besides its own times: the next worker tick runs it."""
     with app_in_use(app_spec, key=key, tenant=tenant) as app:
         now = app.now()
-        added = (app if tenant is None else app.for_tenant(tenant)).trigger(key)
+        added = scoped(app, tenant).trigger(key)
         paused = any(s.paused for s in app.schedules(tenant) if s.key == key and s.tenant == tenant)
     named = _named(key, tenant)
     if not added:
@@ -39,7 +39,7 @@ def trigger(app_spec: str, key: str, tenant: str | None) -> None:
 def pause(app_spec: str, key: str, tenant: str | None) -> None:
     """Stop schedule KEY firing until `oncely resume`; its history and next run stay."""
     with app_in_use(app_spec, key=key, tenant=tenant) as app:
-        (app if tenant is None else app.for_tenant(tenant)).pause(key)
+        scoped(app, tenant).pause(key)
     click.echo(f"paused {_named(key, tenant)}: it does not fire until `oncely resume`")
 
 
@@ -51,7 +51,7 @@ def resume(app_spec: str, key: str, tenant: str | None) -> None:
     """Let paused schedule KEY fire again; times it missed follow the job's misfire policy."""
     with app_in_use(app_spec, key=key, tenant=tenant) as app:
         now = app.now()
-        schedule = (app if tenant is None else app.for_tenant(tenant)).resume(key)
+        schedule = scoped(app, tenant).resume(key)
     named = _named(key, tenant)
     next_run = schedule.next_run_at
     if schedule.status != "active" or next_run is None:

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from oncely.cli.loading import app_in_use
-from oncely.cli.options import TENANT_OF_KEY, as_json, tenant_option
+from oncely.cli.options import TENANT_OF_KEY, as_json, scoped, tenant_option
 from oncely.cli.output import occurrence_document, print_json, trigger_text
 from oncely.engine import Explanation
 from oncely.recurrence import Instance, describe_dst
@@ -32,7 +32,7 @@ def explain(
     """Why schedule KEY did or did not fire: its state, its next occurrences (with daylight-saving
     notes), its recent occurrences with their reasons, and who holds it now."""
     with app_in_use(app_spec, key=key, tenant=tenant) as app:
-        source = app if tenant is None else app.for_tenant(tenant)
+        source = scoped(app, tenant)
         explained = source.explain(key, upcoming=upcoming, recent=recent)
     if json_output:
         print_json(_document(explained))

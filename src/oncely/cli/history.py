@@ -8,7 +8,7 @@ import click
 
 from oncely.cli.loading import app_in_use
 from oncely.cli.moment import Moment, at, time_option
-from oncely.cli.options import as_json, tenant_option
+from oncely.cli.options import as_json, scoped, tenant_option
 from oncely.cli.output import (
     NOTHING,
     Column,
@@ -64,7 +64,7 @@ def history(
                 f"--since {when(start)} is after --until {when(end)}; swap them",
                 param_hint="--since/--until",
             )
-        source = app if tenant is None else app.for_tenant(tenant)
+        source = scoped(app, tenant)
         found = source.history(key, since=start, until=end, status=status, limit=limit)
     if json_output:
         print_json([occurrence_document(o) for o in found])

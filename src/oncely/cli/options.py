@@ -7,6 +7,8 @@ from typing import Any, TypeVar
 
 import click
 
+from oncely.app import App, TenantView
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -35,3 +37,8 @@ def as_json(func: F) -> F:
 
 
 TENANT_OF_KEY = "The tenant the schedule belongs to (default: none)."
+
+
+def scoped(app: App, tenant: str | None) -> App | TenantView:
+    """``app`` itself, or its view bound to ``tenant`` when ``--tenant`` was given."""
+    return app if tenant is None else app.for_tenant(tenant)

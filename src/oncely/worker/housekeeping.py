@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from oncely.engine import Engine, worker_id
 from oncely.errors import LockHeld
-from oncely.locks import Lock, StoreProvider
+from oncely.locks import Lock
 from oncely.model import Sweep
 
 log = logging.getLogger("oncely")
@@ -28,7 +28,9 @@ _PRUNE_BATCHES = 50
 class Housekeeping:
     """Prunes history older than ``retention`` and reclaims expired leases."""
 
-    def __init__(self, *, retention: timedelta, every: timedelta) -> None:
+    def __init__(self, lock: Lock, *, retention: timedelta, every: timedelta) -> None:
+        """``lock`` is the app's lock named `LEASE_NAME`, held ``every`` at least."""
+        self.lock = lock
         self.retention = retention
         self.every = every
         self._next_at: datetime | None = None
@@ -38,23 +40,14 @@ class Housekeeping:
         if self._next_at is not None and now < self._next_at:
             return 0
         self._next_at = now + self.every
-        store = engine.store
-        lock = Lock(
-            LEASE_NAME,
-            at_most=self.every,
-            # Kept after the sweep until `every` has passed: the fleet sweeps once per `every`.
-            at_least=self.every,
-            provider=StoreProvider(lambda: store, engine.clock),
-            owner=worker_id,
-        )
         try:
-            lock.acquire()
+            self.lock.acquire()
         except LockHeld:
             return 0
         try:
             return self._sweep(engine, now)
         finally:
-            lock.release()
+            self.lock.release()
 
     def _sweep(self, engine: Engine, now: datetime) -> int:
         store = engine.store

@@ -29,6 +29,7 @@ from oncely.errors import ConfigurationError, OncelyError, StoreError
 from oncely.model import Claim
 from oncely.store import Store, Watch
 from oncely.worker.health import Health
+from oncely.worker.housekeeping import LEASE_NAME as HOUSEKEEPING_LOCK
 from oncely.worker.housekeeping import Housekeeping
 from oncely.worker.metrics import Metrics
 from oncely.worker.outage import Outage
@@ -108,7 +109,12 @@ class Worker:
         self.metrics = Metrics()
         self.health = Health(expected_interval=2 * wake_cap + 5)
         self.outage = Outage()
-        self.housekeeping = Housekeeping(retention=retention, every=sweep_every)
+        self.housekeeping = Housekeeping(
+            # Kept after the sweep until `sweep_every` has passed: the fleet sweeps once per it.
+            app.lock(HOUSEKEEPING_LOCK, at_most=sweep_every, at_least=sweep_every),
+            retention=retention,
+            every=sweep_every,
+        )
         self._engine: Engine | None = None
         if http is not None:
             parse_address(http)  # a bad address fails here, not after the loop started
