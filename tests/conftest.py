@@ -87,10 +87,14 @@ def _admin_connect(url: str) -> psycopg.Connection[tuple[object, ...]]:
 def _prepare_template(conninfo: str) -> None:
     """Migrate the template once, so that each test database is cloned already migrated.
 
-    The store opens a connection per operation, so none is left open: PostgreSQL refuses to copy a
-    template that is in use.
+    Closed before returning: PostgreSQL refuses to copy a template that is in use, and the store's
+    pool left to the garbage collector kept connections open into the first clone.
     """
-    PostgresStore(conninfo).migrate(datetime.now(UTC))
+    store = PostgresStore(conninfo)
+    try:
+        store.migrate(datetime.now(UTC))
+    finally:
+        store.close()
 
 
 class _TemplateDatabase:

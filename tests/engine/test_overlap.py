@@ -5,6 +5,7 @@ from __future__ import annotations
 from _engine_support import MakeApp
 
 import oncely
+from oncely.engine import TickReport
 from oncely.testing import Clock
 
 
@@ -49,3 +50,55 @@ def test_buffer_one_runs_one_right_after(make_app: MakeApp, clock: Clock) -> Non
 def test_allow_runs_them_alongside(make_app: MakeApp, clock: Clock) -> None:
     _app, started = overlapping(make_app, clock, "allow")
     assert started == ["09:00", "09:01", "09:02", "09:03"]
+
+
+def _ahead(make_app: MakeApp, clock: Clock, *, previous_lasts: bool) -> tuple[oncely.App, dict]:
+    """09:00 runs; 0.5 s before 09:01 another worker materialises 09:01 ahead; at 09:01:00.5 it
+    claims. ``previous_lasts``: 09:00 still runs then; else it finished at 09:00:59.8."""
+    app, other = make_app(), make_app()
+    seen: dict[str, object] = {}
+    for each in (app, other):
+
+        @each.job(oncely.every(minutes=1), overlap="skip")
+        def sync(run: oncely.Run) -> None:
+            if run.scheduled_for.minute != 0:
+                return
+            clock.set(clock().replace(minute=0, second=59, microsecond=500_000))
+            engine = other._the_engine()
+            engine.prepare(
+                TickReport(), ahead_to=clock().replace(minute=1, second=0, microsecond=0)
+            )
+            seen["ahead"] = {o.scheduled_for.minute: o.status for o in other.history()}
+            if previous_lasts:
+                clock.set(clock().replace(minute=1, second=0, microsecond=500_000))
+                seen["claimed"] = engine.claim(10)
+            else:
+                clock.set(clock().replace(second=59, microsecond=800_000))
+
+    other.tick()
+    clock.set(clock().replace(hour=9, minute=0, second=0, microsecond=0))
+    app.tick()
+    return other, seen
+
+
+def test_one_materialised_ahead_is_skipped_if_the_previous_still_runs_at_its_time(
+    make_app: MakeApp, clock: Clock
+) -> None:
+    other, seen = _ahead(make_app, clock, previous_lasts=True)
+    assert seen["ahead"] == {0: "running", 1: "pending"}  # not judged before its time
+    assert seen["claimed"] == []
+    by_minute = {o.scheduled_for.minute: o for o in other.history()}
+    assert by_minute[1].status == "skipped"
+    assert "overlap" in (by_minute[1].reason or "")
+    assert by_minute[0].status == "succeeded"
+
+
+def test_one_materialised_ahead_runs_if_the_previous_finished_by_its_time(
+    make_app: MakeApp, clock: Clock
+) -> None:
+    other, seen = _ahead(make_app, clock, previous_lasts=False)
+    assert seen["ahead"] == {0: "running", 1: "pending"}
+    clock.set(clock().replace(minute=1, second=0, microsecond=0))
+    other.tick()
+    statuses = {o.scheduled_for.minute: o.status for o in other.history()}
+    assert statuses[0] == statuses[1] == "succeeded"

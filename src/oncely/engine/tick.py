@@ -123,6 +123,7 @@ class Engine:
             reclaim=[n for n, job in self.jobs.items() if job.delivery != "at_most_once"],
             serial=[n for n, job in self.jobs.items() if job.overlap != "allow"],
             due_by=due_by,
+            skip=[n for n, job in self.jobs.items() if job.overlap == "skip"],
         )
 
     @property

@@ -10,6 +10,8 @@ from typing import Any
 
 from oncely.model import NO_TENANT, Claim, Overlap, Planned
 
+OVERLAP_SKIP_REASON = "overlap: the previous occurrence had not finished (overlap='skip')"
+
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
@@ -19,6 +21,9 @@ class Candidate:
     schedule_id: int
     job: str
     reclaimed: bool
+    # Pending, from the schedule, and written before it came due (materialised ahead).
+    ahead: bool = False
+    run_after: datetime | None = None
 
 
 def admit(
@@ -62,25 +67,43 @@ def claim(values: Mapping[str, Any], reclaimed: Collection[int]) -> Claim:
 
 
 def with_overlap(
-    planned: Sequence[Planned], overlap: Overlap, waiting: int, running: int
+    planned: Sequence[Planned], overlap: Overlap, waiting: int, running: int, now: datetime
 ) -> list[Planned]:
     """``planned`` with its pending occurrences skipped where ``overlap`` forbids them.
 
     ``waiting`` and ``running`` count the stored occurrences still in progress: pending ones, and
     running or retrying ones. Only stored ones count: several occurrences planned together (a
-    catch-up) are all kept, and the serial claim runs them one after another.
+    catch-up) are all kept, and the serial claim runs them one after another. An occurrence
+    not due until after ``now`` (materialised ahead) is not skipped for one that runs now: that
+    one may be over by then, and the claim judges it at its time (`OVERLAP_SKIP_REASON`).
     """
     if overlap == "allow" or (waiting == 0 and running == 0):
         return list(planned)
     if overlap == "buffer_one" and waiting == 0:
         return list(planned)
     if overlap == "skip":
-        reason = "overlap: the previous occurrence had not finished (overlap='skip')"
+        reason = OVERLAP_SKIP_REASON
     else:
         reason = "overlap: one occurrence already waits for the running one (overlap='buffer_one')"
     return [
-        replace(p, status="skipped", reason=reason) if p.status == "pending" else p for p in planned
+        replace(p, status="skipped", reason=reason)
+        if p.status == "pending" and (waiting or overlap != "skip" or p.instance.at <= now)
+        else p
+        for p in planned
     ]
+
+
+def overlapped(
+    candidates: Sequence[Candidate], skip: Collection[str], busy: Collection[int], now: datetime
+) -> list[Candidate]:
+    """The candidates to book skipped for ``overlap='skip'``: materialised ahead of their time,
+    due now, and their schedule runs another occurrence under a live lease."""
+    return [
+        c
+        for c in candidates
+        if c.job in skip and c.schedule_id in busy and c.ahead and c.run_after is not None
+        and c.run_after <= now
+    ]  # fmt: skip
 
 
 def invalid_occurrence_params(

@@ -199,6 +199,7 @@ class Store(ABC):
         reclaim: Collection[str],
         serial: Collection[str],
         due_by: datetime | None = None,
+        skip: Collection[str] = (),
     ) -> list[Claim]:
         """Claim up to ``limit`` occurrences to run, each under a lease until ``now + lease``.
 
@@ -210,9 +211,13 @@ class Store(ABC):
         counts as expired) -- their worker was lost. Never those of a paused or removed schedule.
         For ``serial`` jobs (overlap other than ``allow``) at most one occurrence per schedule runs
         at a time: none is claimed while another runs under a live lease, and of several due the
-        oldest goes first. Each claim increments the attempt count and takes a fence greater than
-        every earlier one on its schedule. Two claimers never take the same occurrence (SKIP
-        LOCKED on PostgreSQL, the write lock on SQLite). Raises `StoreUnavailable`.
+        oldest goes first. For ``skip`` jobs (overlap ``skip``), an occurrence materialised ahead
+        of its time (pending, from its schedule, written before it came due) that is due now
+        while another of its schedule runs under a live lease is booked ``skipped`` with the
+        overlap reason: when materialised, overlap could not yet be judged. Each claim
+        increments the attempt count and takes a fence greater than every earlier one on its
+        schedule. Two claimers never take the same occurrence (SKIP LOCKED on PostgreSQL, the
+        write lock on SQLite). Raises `StoreUnavailable`.
         """
 
     @abstractmethod

@@ -271,7 +271,7 @@ class PostgresStore(Store):
                 found = counts.get(schedule_id)
                 if found is not None:
                     planned = claiming.with_overlap(
-                        planned, item.overlap, found["waiting"], found["running"]
+                        planned, item.overlap, found["waiting"], found["running"], now
                     )
                 stored_tenant = tenant_column(item.tenant)
                 rows += [occurrence_params(schedule_id, stored_tenant, p, now) for p in planned]
@@ -348,6 +348,7 @@ class PostgresStore(Store):
         reclaim: Collection[str],
         serial: Collection[str],
         due_by: datetime | None = None,
+        skip: Collection[str] = (),
     ) -> list[Claim]:
         if limit <= 0 or not jobs:
             return []
@@ -358,7 +359,7 @@ class PostgresStore(Store):
         with self._connect() as connection:
             connection.execute(self._sql["prefer_ordered_scans"])
             claims = self._claim_locked(
-                connection, owner, until, limit, now, due, reclaim, serial_jobs
+                connection, owner, until, limit, now, due, reclaim, serial_jobs, skip
             )
             if free and len(claims) < limit:
                 params = {
@@ -386,6 +387,7 @@ class PostgresStore(Store):
         due: datetime,
         reclaim: Collection[str],
         serial_jobs: Collection[str],
+        skip: Collection[str],
     ) -> list[Claim]:
         """Claim expired leases to rerun and occurrences of serial jobs, schedules locked."""
         candidates = [
@@ -404,6 +406,16 @@ class PostgresStore(Store):
                     self._sql["busy_schedules"], {"ids": schedule_ids, "now": now}
                 )
             }
+        overlapped = claiming.overlapped(candidates, skip, busy, now)
+        if overlapped:
+            connection.execute(
+                self._sql["skip_overlapped"],
+                {
+                    "ids": [c.occurrence_id for c in overlapped],
+                    "reason": claiming.OVERLAP_SKIP_REASON,
+                    "now": now,
+                },
+            )
         admitted = claiming.admit(candidates, serial_jobs, busy, limit)
         if not admitted:
             return []
@@ -434,7 +446,14 @@ class PostgresStore(Store):
             return []
         params = {"now": now, "due_by": due, "jobs": sorted(jobs), "limit": limit}
         return [
-            claiming.Candidate(row["id"], row["schedule_id"], row["job"], reclaimed)
+            claiming.Candidate(
+                row["id"],
+                row["schedule_id"],
+                row["job"],
+                reclaimed,
+                ahead=bool(row.get("ahead")),
+                run_after=row.get("run_after"),
+            )
             for row in connection.execute(self._sql[name], params)
         ]
 

@@ -303,7 +303,7 @@ class SqliteStore(Store):
             waiting, running = connection.execute(
                 self._sql["in_progress"], {"schedule_id": schedule_id}
             ).fetchone()
-            planned = claiming.with_overlap(planned, item.overlap, waiting, running)
+            planned = claiming.with_overlap(planned, item.overlap, waiting, running, now)
         rows = [_bind(occurrence_params(schedule_id, stored_tenant, p, now)) for p in planned]
         return connection.executemany(self._sql["insert_occurrence"], rows).rowcount
 
@@ -369,6 +369,7 @@ class SqliteStore(Store):
         reclaim: Collection[str],
         serial: Collection[str],
         due_by: datetime | None = None,
+        skip: Collection[str] = (),
     ) -> list[Claim]:
         if limit <= 0 or not jobs:
             return []
@@ -388,6 +389,16 @@ class SqliteStore(Store):
                         self._sql["busy_schedules"], {"ids": ids, "now": to_micros(now)}
                     )
                 }
+            overlapped = claiming.overlapped(candidates, skip, busy, now)
+            if overlapped:
+                connection.execute(
+                    self._sql["skip_overlapped"],
+                    {
+                        "ids": json.dumps([c.occurrence_id for c in overlapped]),
+                        "reason": claiming.OVERLAP_SKIP_REASON,
+                        "now": to_micros(now),
+                    },
+                )
             admitted = claiming.admit(candidates, serial, busy, limit)
             if len(admitted) < limit:
                 free = set(jobs) - serial_jobs
@@ -434,10 +445,7 @@ class SqliteStore(Store):
             "jobs": json.dumps(sorted(jobs)),
             "limit": limit,
         }
-        return [
-            claiming.Candidate(oid, sid, job, reclaimed)
-            for oid, sid, job in connection.execute(self._sql[name], params)
-        ]
+        return [_candidate(row, reclaimed) for row in connection.execute(self._sql[name], params)]
 
     def abandon_expired(
         self, *, now: datetime, jobs: Collection[str], reason: str
@@ -682,3 +690,13 @@ def _claimed_values(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, A
     values = _values(cursor, row)
     values["payload"] = json.loads(values["payload"])
     return values
+
+
+def _candidate(row: tuple[Any, ...], reclaimed: bool) -> claiming.Candidate:
+    occurrence_id, schedule_id, job, *more = row
+    if not more:
+        return claiming.Candidate(occurrence_id, schedule_id, job, reclaimed)
+    run_after, ahead = more
+    return claiming.Candidate(
+        occurrence_id, schedule_id, job, reclaimed, bool(ahead), from_micros(run_after)
+    )

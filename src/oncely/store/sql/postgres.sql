@@ -202,8 +202,10 @@ FOR UPDATE OF o SKIP LOCKED;
 -- name: claim_ready
 -- Occurrences of serial jobs (overlap other than "allow") waiting to run or to retry whose time
 -- comes by due_by (now, or the worker's next wake-up just ahead), oldest first. The caller then
--- locks their schedules and admits one per schedule.
-SELECT o.id, o.schedule_id, s.job
+-- locks their schedules and admits one per schedule. ``ahead``: pending from its schedule and
+-- written before it came due, so overlap='skip' is judged now (see skip_overlapped).
+SELECT o.id, o.schedule_id, s.job, o.run_after,
+    (o.origin = 'schedule' AND o.status = 'pending' AND o.created_at < o.run_after) AS ahead
 FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.status IN ('pending', 'retrying') AND o.run_after <= %(due_by)s
   AND s.job = ANY(%(jobs)s::text[]) AND NOT s.paused AND s.status <> 'removed'
@@ -238,6 +240,12 @@ RETURNING o.id, o.schedule_id, o.tenant, s.key, s.job, s.payload, o.scheduled_fo
 -- Locked in id order, so two claimers of overlapping schedules cannot deadlock. Of two claimers
 -- of one serial schedule the second waits here, then sees the first one's occurrence running.
 SELECT id FROM oncely_schedules WHERE id = ANY(%(ids)s::bigint[]) ORDER BY id FOR UPDATE;
+
+-- name: skip_overlapped
+-- Occurrences materialised ahead of their time whose schedule still ran another when they came
+-- due (overlap='skip'): skipped with the reason, as materialising at their time would have.
+UPDATE oncely_occurrences SET status = 'skipped', reason = %(reason)s, finished_at = %(now)s
+WHERE id = ANY(%(ids)s::bigint[]) AND status = 'pending';
 
 -- name: busy_schedules
 -- Schedules with an occurrence running under a live lease (an expired one is being reclaimed).

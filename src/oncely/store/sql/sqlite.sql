@@ -196,8 +196,10 @@ LIMIT :limit;
 
 -- name: claim_ready
 -- Occurrences of serial jobs (overlap other than "allow") waiting to run or to retry whose time
--- has come, oldest first. The caller admits one per schedule.
-SELECT o.id, o.schedule_id, s.job
+-- has come, oldest first. The caller admits one per schedule. ``ahead``: pending from its
+-- schedule and written before it came due, so overlap='skip' is judged now (skip_overlapped).
+SELECT o.id, o.schedule_id, s.job, o.run_after,
+    (o.origin = 'schedule' AND o.status = 'pending' AND o.created_at < o.run_after) AS ahead
 FROM oncely_occurrences o CROSS JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.status IN ('pending', 'retrying') AND o.run_after <= :due_by
   AND s.job IN (SELECT value FROM json_each(:jobs)) AND s.paused = 0 AND s.status <> 'removed'
@@ -219,6 +221,12 @@ LIMIT :limit;
 -- Not used on SQLite, where the claim holds the database's write lock and no row needs one; it
 -- exists so that both dialects keep one set of query names.
 SELECT id FROM oncely_schedules WHERE id IN (SELECT value FROM json_each(:ids)) ORDER BY id;
+
+-- name: skip_overlapped
+-- Occurrences materialised ahead of their time whose schedule still ran another when they came
+-- due (overlap='skip'): skipped with the reason, as materialising at their time would have.
+UPDATE oncely_occurrences SET status = 'skipped', reason = :reason, finished_at = :now
+WHERE id IN (SELECT value FROM json_each(:ids)) AND status = 'pending';
 
 -- name: busy_schedules
 -- Schedules with an occurrence running under a live lease (an expired one is being reclaimed).
