@@ -5,6 +5,7 @@ Fixtures (URLs come from the environment, defaulting to the local services):
 - ``postgres_url``: a throw-away PostgreSQL database per test, cloned from a per-session template
   (``ONCELY_TEST_POSTGRES_URL``, default ``postgresql://postgres@127.0.0.1:5432/test``; that
   database is only used to create and drop the others).
+- ``postgres_databases`` (module scope): a function giving one more such database per call.
 - ``sqlite_url``: ``sqlite:///<tmp_path>/oncely.db`` (an absolute path, so four slashes).
 - ``redis_url``: a Redis db flushed before and after the test (``ONCELY_TEST_REDIS_URL``, default
   ``redis://127.0.0.1:6379/15``; db 15 unless the URL names one).
@@ -18,8 +19,8 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -166,6 +167,23 @@ def postgres_url(
     services.postgres.require(ci=services.ci)
     with _throwaway_database(request, _oncely_pg_template.ensure()) as url:
         yield url
+
+
+@pytest.fixture(scope="module")
+def postgres_databases(
+    request: pytest.FixtureRequest, _oncely_pg_template: _TemplateDatabase
+) -> Iterator[Callable[[], str]]:
+    """A function returning the URL of one more fresh, migrated database per call, all dropped
+    after the module: for a module whose tests share servers started once. A call skips (fails,
+    under CI) as ``postgres_url`` does when PostgreSQL does not answer."""
+    with ExitStack() as stack:
+
+        def another() -> str:
+            services = _services(request)
+            services.postgres.require(ci=services.ci)  # before the template needs the server
+            return stack.enter_context(_throwaway_database(request, _oncely_pg_template.ensure()))
+
+        yield another
 
 
 @pytest.fixture

@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 import threading
 import uuid
+import weakref
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from itertools import islice
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from oncely.engine import (
     DEFAULT_GRACE,
@@ -34,6 +35,9 @@ from oncely.locks import Lock, LockProvider, StoreProvider
 from oncely.model import Occurrence, OccurrenceStatus, Overlap, Planned, Schedule
 from oncely.recurrence import At, Instance, RRule, Trigger, as_utc
 from oncely.store import DEFAULT_URL, Store, StoreUrl, open_store
+
+if TYPE_CHECKING:
+    from oncely.worker.embedded import Embedded
 
 Handler = Callable[[Run], Any]
 H = TypeVar("H", bound=Handler)
@@ -68,6 +72,8 @@ class App:
         self._migrated = False
         self._engine: Engine | None = None
         self._lock = threading.RLock()
+        self._embedded: Embedded | None = None
+        _APPS.add(self)
 
     # --- jobs ---------------------------------------------------------------------------------
 
@@ -302,6 +308,50 @@ class App:
             retention=retention,
         ).run()
 
+    def start(
+        self,
+        *,
+        concurrency: int = 8,
+        http: str | None = None,
+        retention: timedelta = timedelta(days=30),
+    ) -> None:
+        """Run `run_worker`'s loop on a background thread of this process; return at once.
+
+        For embedding in every process of a web server (see docs/embedding.md): any number of
+        processes may each run one, and every occurrence still runs once. One loop per app and
+        process: calling it again, from any thread, while the loop runs changes nothing. The
+        thread installs no signal handlers and serves no HTTP unless ``http`` is given; the
+        database is opened by the loop, so a database that is down delays jobs, not this call.
+        An error that ends the loop is logged (logger ``oncely``); `start` then starts a new one.
+        `stop`, `close`, or interpreter exit stops it. A process forked from this one inherits no
+        running loop and may start its own (gunicorn's ``post_fork``). Raises
+        `ConfigurationError` for options the worker cannot use.
+        """
+        from oncely.worker.embedded import Embedded
+
+        with self._lock:
+            if self._embedded is None:
+                self._embedded = Embedded(self)
+            embedded = self._embedded
+        embedded.start(concurrency=concurrency, http=http, retention=retention)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop the loop `start` began, as SIGTERM stops `run_worker`; return within ``timeout``.
+
+        No new claims; running handlers get until shortly before ``timeout`` seconds to finish,
+        and one still running then is left running: its lease is left to expire (and its
+        occurrence runs again, or is abandoned if at_most_once) and its history's reason says
+        so. Called from inside one of this app's handlers it asks the loop to stop and returns
+        at once, since waiting would wait for the caller itself. Without a started loop it does
+        nothing; `start` afterwards starts a new one.
+        """
+        if not isinstance(timeout, int | float) or timeout < 0:
+            raise ConfigurationError(f"timeout={timeout!r}: give 0 seconds or more")
+        with self._lock:
+            embedded = self._embedded
+        if embedded is not None:
+            embedded.stop(timeout)
+
     def migrate(self) -> list[int]:
         """Apply the migrations the database has not seen; return their versions.
 
@@ -335,7 +385,9 @@ class App:
             return self._store
 
     def close(self) -> None:
-        """Release the store's connections and the async-handler loop."""
+        """Stop a loop `start` began (as `stop` does), then release the store's connections and
+        the async-handler loop."""
+        self.stop()
         with self._lock:
             engine, store = self._engine, self._store
             self._engine = self._store = None
@@ -343,6 +395,18 @@ class App:
             engine.close()
         if store is not None:
             store.close()
+
+    def _after_fork(self) -> None:
+        """In a forked child: nothing of the parent's that threads or sockets back is kept."""
+        # A parent thread may have held the lock at the fork; it will never release it here.
+        self._lock = threading.RLock()
+        # The engine's async-handler loop ran on a thread that the child does not have, and the
+        # store's connections are the parent's: both open anew on first use.
+        self._engine = None
+        self._store = None
+        self._migrated = False
+        if self._embedded is not None:
+            self._embedded.after_fork()
 
     def _the_engine(self) -> Engine:
         with self._lock:
@@ -362,6 +426,17 @@ class App:
 
     def __repr__(self) -> str:
         return f"<oncely.App {StoreUrl.parse(self.url).dialect} jobs={sorted(self._jobs)}>"
+
+
+_APPS: weakref.WeakSet[App] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for app in list(_APPS):
+        app._after_fork()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class TenantView:

@@ -1,9 +1,12 @@
-"""Real `oncely run` processes for the acceptance tests: start, signal, wait, always stop."""
+"""Real processes for the acceptance tests (`oncely run` workers, web servers embedding oncely):
+start, signal, wait, always stop."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -90,3 +93,52 @@ def wait_until(predicate: object, timeout: float, what: str) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(0.1)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class Server:
+    """A web server (uvicorn, gunicorn) run as a command in a process group of its own.
+
+    Its output goes to ``log``; `kill` ends the whole group (the master and every worker it
+    forked or spawned), for a ``finally`` that must leave nothing running.
+    """
+
+    def __init__(self, command: list[str], *, env: dict[str, str], cwd: Path, log: Path) -> None:
+        self.command = command
+        self.env = env
+        self.cwd = cwd
+        self.log = log
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with self.log.open("wb") as out:
+            self.process = subprocess.Popen(
+                self.command,
+                cwd=self.cwd,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def terminate(self, within: float) -> tuple[int, float]:
+        """SIGTERM the server (its master drains its workers); its exit code and seconds taken."""
+        assert self.process is not None
+        return terminate(self.process, within)
+
+    def kill(self) -> None:
+        if self.process is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()

@@ -14,14 +14,15 @@ from _processes import terminate, wait_until, workers
 import oncely
 
 
-def _status(url: str, key: str) -> str | None:
+def _status(url: str, key: str) -> tuple[str, str | None] | None:
+    """The status and reason of ``key``'s one occurrence."""
     with psycopg.connect(url) as conn:
         row = conn.execute(
-            "SELECT o.status FROM oncely_occurrences o JOIN oncely_schedules s "
+            "SELECT o.status, o.reason FROM oncely_occurrences o JOIN oncely_schedules s "
             "ON s.id = o.schedule_id WHERE s.key = %s",
             (key,),
         ).fetchone()
-    return None if row is None else str(row[0])
+    return None if row is None else (str(row[0]), row[1])
 
 
 def _defer_slow(url: str, key: str) -> None:
@@ -54,9 +55,15 @@ def test_sigterm_waits_for_running_handlers_up_to_the_drain_timeout(
         print(f"sleep {sleep_s} s, drain timeout {drain_s} s: exit {code} after {took:.2f} s")
         assert code == 0, group.output()
         assert took < min(sleep_s, drain_s) + 2.0
-        assert _status(postgres_url, "slow-1") == ends
+        status = _status(postgres_url, "slow-1")
+        assert status is not None
+        assert status[0] == ends
         if ends == "running":
             assert "left to expire" in group.output()
+            # History says so too, not only the log of a process that is gone.
+            assert status[1] is not None
+            assert "drain timeout" in status[1]
+            assert "left to expire" in status[1]
 
 
 def test_a_second_signal_exits_at_once(postgres_url: str, tmp_path: Path) -> None:

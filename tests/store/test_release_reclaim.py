@@ -250,3 +250,30 @@ def test_a_released_serial_occurrence_frees_its_schedule(store: Store) -> None:
     assert store.release([first], NOW + TICK) == 1
     (again,) = claim(store, NOW + TICK, serial=("sync",))
     assert again.scheduled_for == first.scheduled_for  # the oldest first, as before
+
+
+# --- mark_left_running --------------------------------------------------------------------------
+
+
+def test_an_attempt_left_running_says_so_and_keeps_its_lease(store: Store) -> None:
+    defer(store, "left")
+    defer(store, "booked")
+    claims = {c.key: c for c in claim(store)}
+    store.book_success([claims["booked"]], NOW)
+    reason = "worker host#1 stopped with attempt 1 running; its lease is left to expire"
+    assert store.mark_left_running([claims["left"], claims["booked"]], reason) == 1
+    assert store.mark_left_running([], reason) == 0
+    history = {o.key: o for o in store.history(None)}
+    left = history["left"]
+    assert (left.status, left.attempts, left.worker, left.reason) == (
+        "running",
+        1,
+        "host#1",
+        reason,
+    )
+    assert left.lease_expires_at == claims["left"].lease_expires_at
+    assert history["booked"].reason is None
+    # The lease runs out on its own, and the next worker takes the occurrence over.
+    (taken_over,) = claim(store, EXPIRED, reclaim=("sync",), owner="host#2")
+    assert (taken_over.key, taken_over.reclaimed) == ("left", True)
+    assert store.mark_left_running([claims["left"]], "stale") == 0  # taken over: not its to mark

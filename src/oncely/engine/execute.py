@@ -11,6 +11,7 @@ import logging
 import random
 import traceback
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
@@ -28,6 +29,14 @@ log = logging.getLogger("oncely")
 
 Outcome = Literal["succeeded", "retrying", "failed", "lease_lost", "skipped"]
 _ERROR_CHARS = 8000
+# The executor whose handler the current thread (or an async handler's task) is running: lets a
+# stop called from inside a handler see that waiting for handlers would wait for itself.
+_calling: ContextVar[Executor | None] = ContextVar("oncely_calling", default=None)
+
+
+def calling() -> Executor | None:
+    """The `Executor` whose handler this code runs in, or None outside every handler."""
+    return _calling.get()
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,9 +191,14 @@ class Executor:
         return "succeeded"
 
     def _call(self, job: Job, run: Run) -> Any:
-        if job.is_async:
-            return self.bridge.run(job.func(run))
-        return job.func(run)
+        token = _calling.set(self)
+        try:
+            # The coroutine's task copies this context on the bridge's loop, so it sees it too.
+            if job.is_async:
+                return self.bridge.run(job.func(run))
+            return job.func(run)
+        finally:
+            _calling.reset(token)
 
     def _failed(self, claim: Claim, job: Job, exc: Exception) -> Finished:
         error = "".join(traceback.format_exception(exc))[-_ERROR_CHARS:]

@@ -410,6 +410,18 @@ class Store(ABC):
         """
 
     @abstractmethod
+    def mark_left_running(self, claims: Sequence[Claim], reason: str) -> int:
+        """Record ``reason`` on ``claims`` whose attempts a stopping worker leaves running; return
+        how many were marked.
+
+        Only rows still ``running`` with the claim's fence: one already booked, or whose lease
+        was taken over, is left alone. Nothing else changes: the lease expires on its own and
+        the occurrence is then taken over like any lost worker's (reclaimed, or abandoned for
+        at_most_once), so history tells a worker that stopped at its drain timeout from one
+        that crashed. Raises `StoreUnavailable`.
+        """
+
+    @abstractmethod
     def watch(self, on_change: Callable[[], None]) -> Watch | None:
         """Call ``on_change()`` whenever something may have come due sooner; None on SQLite.
 

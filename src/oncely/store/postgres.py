@@ -665,6 +665,17 @@ class PostgresStore(Store):
                 connection.execute(self._sql["notify_change"])
         return released
 
+    def mark_left_running(self, claims: Sequence[Claim], reason: str) -> int:
+        if not claims:
+            return 0
+        params = {
+            "ids": [c.occurrence_id for c in claims],
+            "fences": [c.fence for c in claims],
+            "reason": reason,
+        }
+        with self._connect() as connection:
+            return len(connection.execute(self._sql["mark_left_running"], params).fetchall())
+
     def watch(self, on_change: Callable[[], None]) -> Watch | None:
         try:
             conninfo = make_conninfo(self.conninfo, connect_timeout=_TIMEOUT_S, **_KEEPALIVES)

@@ -662,6 +662,16 @@ class SqliteStore(Store):
             ).fetchall()
         return len(rows)
 
+    def mark_left_running(self, claims: Sequence[Claim], reason: str) -> int:
+        if not claims:
+            return 0
+        pairs = json.dumps([[c.occurrence_id, c.fence] for c in claims])
+        with self._write() as connection:
+            rows = connection.execute(
+                self._sql["mark_left_running"], {"claims": pairs, "reason": reason}
+            ).fetchall()
+        return len(rows)
+
     def watch(self, on_change: Callable[[], None]) -> Watch | None:
         return None
 

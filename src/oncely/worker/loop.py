@@ -192,8 +192,16 @@ class Worker:
             if self._server is not None:
                 self._server.close()
 
-    def stop(self) -> None:
-        """Stop claiming and drain (thread-safe; returns at once, `run` returns when drained)."""
+    def stop(self, drain_timeout: float | None = None) -> None:
+        """Stop claiming and drain (thread-safe; returns at once, `run` returns when drained).
+
+        ``drain_timeout``, when given, replaces the one the worker was built with; it counts only
+        if the loop has not begun draining yet.
+        """
+        if drain_timeout is not None:
+            if drain_timeout < 0:
+                raise ConfigurationError(f"drain_timeout={drain_timeout!r}: give 0 seconds or more")
+            self.drain_timeout = drain_timeout
         self._stopping = True
         self._wake.set()
 
@@ -615,7 +623,23 @@ class Worker:
                 claim.lease_expires_at.isoformat(),
                 extra=claim_fields(claim),
             )
+        self._mark_left_running(still)
         log.info("oncely: worker %s stopped", worker_id())
+
+    def _mark_left_running(self, claims: list[Claim]) -> None:
+        """Say in history, not only in the log, which attempts were left running."""
+        if not claims:
+            return
+        reason = (
+            f"worker {worker_id()} stopped after its {self.drain_timeout:g} s drain timeout with "
+            "this attempt still running; its lease was left to expire"
+        )
+        try:
+            self.store.mark_left_running(claims, reason)
+        except OncelyError as exc:
+            log.warning(
+                "oncely: could not record %d attempt(s) left running (%s)", len(claims), exc
+            )
 
 
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)

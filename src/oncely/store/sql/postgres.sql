@@ -470,3 +470,11 @@ SET status = CASE WHEN o.attempts > 1 THEN 'retrying' ELSE 'pending' END,
 FROM unnest(%(ids)s::bigint[], %(fences)s::bigint[]) AS v(id, fence)
 WHERE o.id = v.id AND o.status = 'running' AND o.fence = v.fence
 RETURNING o.id;
+
+-- name: mark_left_running
+-- A worker stopping with these attempts still running: only the reason changes, the lease runs
+-- out on its own.
+UPDATE oncely_occurrences o SET reason = %(reason)s
+FROM unnest(%(ids)s::bigint[], %(fences)s::bigint[]) AS v(id, fence)
+WHERE o.id = v.id AND o.status = 'running' AND o.fence = v.fence
+RETURNING o.id;

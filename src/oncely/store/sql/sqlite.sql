@@ -442,3 +442,12 @@ FROM (SELECT value ->> 0 AS id, value ->> 1 AS fence FROM json_each(:claims)) AS
 WHERE oncely_occurrences.id = v.id AND oncely_occurrences.status = 'running'
   AND oncely_occurrences.fence = v.fence
 RETURNING id;
+
+-- name: mark_left_running
+-- A worker stopping with these attempts still running: only the reason changes, the lease runs
+-- out on its own. :claims is a JSON list of [occurrence id, fence] pairs.
+UPDATE oncely_occurrences SET reason = :reason
+FROM (SELECT value ->> 0 AS id, value ->> 1 AS fence FROM json_each(:claims)) AS v
+WHERE oncely_occurrences.id = v.id AND oncely_occurrences.status = 'running'
+  AND oncely_occurrences.fence = v.fence
+RETURNING id;

@@ -1,0 +1,186 @@
+"""oncely.integrations in-process: the Starlette lifespan, the Flask extension, the gunicorn hooks,
+Django's process test, and that ``import oncely`` imports no web framework."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from flask import Flask
+
+import oncely
+from oncely.errors import ConfigurationError
+from oncely.integrations import gunicorn as hooks
+from oncely.integrations._loading import resolve
+from oncely.integrations.flask import Oncely
+from oncely.integrations.starlette import lifespan
+
+
+def _serving(app: oncely.App) -> bool:
+    embedded = app._embedded
+    return embedded is not None and embedded.worker is not None
+
+
+def _loops() -> int:
+    return sum(1 for t in threading.enumerate() if t.name == "oncely-worker" and t.is_alive())
+
+
+@pytest.fixture
+def app(sqlite_url: str) -> oncely.App:
+    return oncely.App(sqlite_url)
+
+
+def test_import_oncely_imports_no_web_framework() -> None:
+    code = (
+        "import sys, oncely, oncely.integrations; "
+        "print(sorted(m for m in ('fastapi', 'starlette', 'anyio', 'flask', 'django', "
+        "'gunicorn', 'uvicorn') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_starlette_lifespan_starts_the_loop_and_drains_it_off_the_event_loop(
+    app: oncely.App,
+) -> None:
+    entered, release = threading.Event(), threading.Event()
+
+    @app.job()
+    def stuck(run: oncely.Run) -> None:
+        entered.set()
+        release.wait(30)
+
+    app.defer(stuck, at=datetime.now(UTC), key="stuck")
+
+    async def serve() -> tuple[bool, int]:
+        ticks = 0
+
+        async def count() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0.01)
+
+        async with lifespan(app, stop_timeout=1)(object()):
+            started = _serving(app)
+            assert await asyncio.to_thread(entered.wait, 10)
+            counter = asyncio.create_task(count())
+        # Shutdown waited out the running handler for most of a second; the event loop ran on.
+        counter.cancel()
+        return started, ticks
+
+    try:
+        started, ticks = asyncio.run(serve())
+    finally:
+        release.set()
+    assert started
+    assert not _serving(app)
+    assert _loops() == 0
+    assert ticks > 20
+
+
+def test_the_flask_extension_starts_the_loop_where_the_flask_app_is_set_up(
+    app: oncely.App,
+) -> None:
+    ran = threading.Event()
+
+    @app.job()
+    def note(run: oncely.Run) -> None:
+        ran.set()
+
+    web = Flask("example")
+    deferred = Oncely(app, start=False)
+    deferred.init_app(web)
+    assert web.extensions["oncely"] is deferred
+    assert not _serving(app)
+    app.defer(note, at=datetime.now(UTC), key="flask")
+    extension = Oncely(app, web, concurrency=2)
+    try:
+        assert web.extensions["oncely"] is extension
+        assert _serving(app)
+        assert ran.wait(10), "the job did not run"
+    finally:
+        app.stop(timeout=5)
+
+
+def test_the_gunicorn_hooks_start_in_the_worker_and_stop_before_the_kill(
+    app: oncely.App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    worker = SimpleNamespace(cfg=SimpleNamespace(graceful_timeout=10))
+    hooks.post_fork(app, concurrency=2)(object(), worker)
+    assert _serving(app)
+    stops: list[float] = []
+    real_stop = oncely.App.stop
+
+    def stop(self: oncely.App, timeout: float = 30.0) -> None:
+        stops.append(timeout)
+        real_stop(self, timeout)
+
+    monkeypatch.setattr(oncely.App, "stop", stop)
+    hooks.worker_exit(app)(object(), worker)
+    assert not _serving(app)
+    hooks.worker_exit(app, timeout=3)(object(), worker)
+    big = SimpleNamespace(cfg=SimpleNamespace(graceful_timeout=300))
+    hooks.worker_exit(app)(object(), big)
+    # 2 s before gunicorn's kill; never more than stop()'s own default.
+    assert stops == [8.0, 3, 30.0]
+
+
+def test_an_app_named_by_module_and_attribute_is_imported_when_needed(
+    app: oncely.App, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "named_jobs.py").write_text(
+        "import oncely\napp = oncely.App('sqlite:///named.db')\n"
+    )
+    (tmp_path / "not_an_app.py").write_text("app = 42\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert resolve(app) is app
+    found = resolve("named_jobs:app")
+    assert isinstance(found, oncely.App)
+    assert found.url == "sqlite:///named.db"
+    for spec, message in [
+        ("named_jobs", "is not 'MODULE:ATTRIBUTE'"),
+        ("named_jobs:missing", "has no attribute 'missing'"),
+        ("not_an_app:app", "it is not an oncely.App"),
+    ]:
+        with pytest.raises(ConfigurationError, match=message):
+            resolve(spec)
+
+
+@pytest.mark.parametrize(
+    ("argv", "environ", "serving"),
+    [
+        (["/usr/bin/gunicorn", "project.wsgi"], {}, True),
+        (["/srv/venv/bin/uvicorn", "project.asgi:application"], {}, True),
+        (["/srv/venv/lib/python3.11/site-packages/gunicorn/__main__.py", "project.wsgi"], {}, True),
+        (["manage.py", "migrate"], {}, False),
+        (["manage.py", "oncely_run"], {}, False),
+        (["/srv/venv/bin/django-admin", "shell"], {}, False),
+        (["/usr/lib/python3/site-packages/django/__main__.py", "check"], {}, False),
+        (["manage.py", "runserver"], {}, False),  # the autoreloader, which serves nothing
+        (["manage.py", "runserver"], {"RUN_MAIN": "true"}, True),
+        (["manage.py", "runserver", "--noreload"], {}, True),
+        ([], {}, True),
+    ],
+)
+def test_django_starts_the_loop_only_in_processes_that_serve(
+    argv: list[str], environ: dict[str, str], serving: bool
+) -> None:
+    from oncely.integrations.django.apps import serving as decide
+
+    assert decide(argv, environ) is serving
+
+
+def test_stop_timeouts_that_make_no_sense_are_refused(app: oncely.App) -> None:
+    with pytest.raises(ConfigurationError, match="timeout"):
+        app.stop(timeout="soon")  # type: ignore[arg-type]
+    started = time.monotonic()
+    app.stop(timeout=0)
+    assert time.monotonic() - started < 0.1
