@@ -14,11 +14,12 @@ LINT_PATHS := $(wildcard src tests bench examples)
 
 .DEFAULT_GOAL := help
 
-.PHONY: help venv .venv demo lint test bench bench-peers clean
+.PHONY: help venv .venv demo lint test docs bench bench-peers clean
 
 help:
 	@echo "make demo   create .venv, install, run the example app with two worker processes"
 	@echo "make test   create .venv, install dev deps, run lint and the whole test suite"
+	@echo "make docs   install the docs tools into .venv, build the site into site/ (mkdocs --strict)"
 	@echo "make lint   ruff check, ruff format --check, mypy (strict on src/), oncely lint src"
 	@echo "make bench  run bench/recurrence.py, engine.py, worker.py (oncely alone) and locks.py"
 	@echo "make bench-peers  bench/engine.py beside procrastinate, pgqueuer, APScheduler 4; bench/lint.py beside flake8, lint-imports, ruff"
@@ -46,6 +47,18 @@ lint: $(STAMP)
 test: $(STAMP) lint
 	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(BIN)/pytest $(PYTEST_ARGS)
 
+# The documentation tools are an extra of their own (pyproject's `docs`), never runtime deps.
+DOCS_STAMP := $(VENV)/.installed-docs
+
+$(DOCS_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/pip install -e '.[dev,docs]'
+	touch $@
+
+# NO_MKDOCS_2_WARNING: mkdocs-material prints a notice about its own future on every build; it
+# says nothing about these pages.
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 bench: $(STAMP)
 	$(BIN)/python bench/recurrence.py
 	$(BIN)/python bench/engine.py --no-peers
@@ -67,6 +80,6 @@ bench-peers: $(STAMP) $(PEERS_STAMP)
 
 clean:
 	rm -rf $(VENV) .venv-bench build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis
-	rm -rf .demo
+	rm -rf .demo site
 	find src tests bench examples -name __pycache__ -type d -prune -exec rm -rf {} +
 	find src -maxdepth 2 -name '*.egg-info' -type d -prune -exec rm -rf {} +

@@ -153,17 +153,42 @@ def test_a_small_run_stays_in_one_process(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def test_docs_describe_every_rule_from_its_docstring() -> None:
-    """docs/lint.md's rule sections are written from the docstrings; to rewrite them, run
+    """docs/lint.md's table of rules, a page per rule under docs/lint/ and the rules' entries in
+    mkdocs.yml's nav are written from the docstrings; to rewrite them, run
     ``ONCELY_UPDATE_DOCS=1 pytest tests/lint/test_engine.py -k docs``."""
-    document = DOCS.read_text(encoding="utf-8")
-    begin, end = "<!-- rules: begin -->\n", "<!-- rules: end -->\n"
-    head, rest = document.split(begin)
-    written, tail = rest.split(end)
-    expected = rule_reference(all_rules())
-    if os.environ.get("ONCELY_UPDATE_DOCS") == "1" and written != expected:
-        DOCS.write_text(f"{head}{begin}{expected}{end}{tail}", encoding="utf-8")
-        written = expected
-    for rule in all_rules():
-        heading = rf"^### {rule.code} {re.escape(rule.name)}$"
-        assert re.search(heading, written, re.MULTILINE), f"docs/lint.md lacks {rule.code}"
-    assert written == expected, "docs/lint.md is out of date: see this test's docstring"
+    from oncely.lint.reporters import rule_page
+
+    rules = all_rules()
+    pages = DOCS.parent / "lint"
+    mkdocs = DOCS.parents[1] / "mkdocs.yml"
+    nav = "".join(f"          - {rule.code} {rule.name}: lint/{rule.code}.md\n" for rule in rules)
+    # (file, begin and end markers, what the lines between them must be)
+    sections = [
+        (DOCS, "<!-- rules: begin -->\n", "<!-- rules: end -->\n", rule_reference(rules)),
+        (mkdocs, "          # lint rules: begin\n", "          # lint rules: end\n", nav),
+    ]
+    wanted = {pages / f"{rule.code}.md": rule_page(rule) for rule in rules}
+    update = os.environ.get("ONCELY_UPDATE_DOCS") == "1"
+    stale: list[str] = []
+    for path, begin, end, expected in sections:
+        document = path.read_text(encoding="utf-8")
+        head, rest = document.split(begin)
+        written, tail = rest.split(end)
+        if written != expected:
+            if update:
+                path.write_text(f"{head}{begin}{expected}{end}{tail}", encoding="utf-8")
+            else:
+                stale.append(str(path.relative_to(DOCS.parents[1])))
+    for path in sorted(set(pages.glob("*.md")) - set(wanted)):  # the page of a removed rule
+        if update:
+            path.unlink()
+        else:
+            stale.append(f"docs/lint/{path.name} (no rule has this code)")
+    for path, expected in wanted.items():
+        if not path.is_file() or path.read_text(encoding="utf-8") != expected:
+            if update:
+                pages.mkdir(exist_ok=True)
+                path.write_text(expected, encoding="utf-8")
+            else:
+                stale.append(str(path.relative_to(DOCS.parents[1])))
+    assert not stale, f"out of date: {', '.join(stale)}; see this test's docstring"

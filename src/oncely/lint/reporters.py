@@ -1,4 +1,4 @@
-"""How findings are shown: text, JSON, SARIF 2.1.0; and the rules' reference for docs/lint.md.
+"""How findings are shown: text, JSON, SARIF 2.1.0; and the rules' pages for docs/lint/.
 
 Text is ``path:line:col: CODE message``, one finding a line. JSON is a list of objects with
 those five keys. SARIF is one run of the ``oncely`` tool whose ``rules`` are the rules that ran,
@@ -131,16 +131,30 @@ def section(rule: type[Rule], title: str) -> str:
     return ""
 
 
+def rule_page(rule: type[Rule]) -> str:
+    """The Markdown page of one rule, ``docs/lint/<CODE>.md``, written from its docstring.
+
+    A test keeps the pages under docs/lint/ equal to this; see `rule_reference` for the table.
+    """
+    return (
+        f"# {rule.code} {rule.name}\n\n"
+        f"Message: `{rule.message}`\n\n"
+        f"{rule_documentation(rule)}\n\n"
+        "---\n\n"
+        "This page is written from the rule's docstring. Configuration, suppressions and\n"
+        "`--prove` are described in [oncely lint](../lint.md).\n"
+    )
+
+
 def rule_reference(rules: Sequence[type[Rule]]) -> str:
-    """Markdown with one section per rule, ``### CODE name``, written from its docstring.
+    """A Markdown table of ``rules``: code (linking to its page under lint/), name, message.
 
     docs/lint.md holds this between its ``<!-- rules -->`` markers; a test keeps them equal.
     """
-    parts = []
-    for rule in rules:
-        body = _SECTION.sub(r"#### \g<title>", rule_documentation(rule))
-        parts.append(f"### {rule.code} {rule.name}\n\nMessage: `{rule.message}`\n\n{body}\n")
-    return "\n".join(parts)
+    rows = [
+        f"| [{rule.code}](lint/{rule.code}.md) | {rule.name} | {rule.message} |\n" for rule in rules
+    ]
+    return "| code | name | message |\n|---|---|---|\n" + "".join(rows)
 
 
 def _plain(markdown: str) -> str:
