@@ -29,6 +29,7 @@ from oncely.store import Store
 log = logging.getLogger("oncely")
 
 _SCHEDULE_BATCH = 100
+_DEFAULT_LEASE = timedelta(minutes=5)
 # Claims are taken in batches sized by how long the last batch's handlers took: quick handlers
 # get large batches (few round trips per occurrence), slow ones small batches, so one worker does
 # not sit on occurrences an idle one could run.
@@ -90,6 +91,7 @@ class Engine:
         self.executor = Executor(store, clock, self.bridge, random.Random())
         self.reconciled = False
         self._batch = _FIRST_BATCH
+        self._turn = 0
 
     def tick(self) -> TickReport:
         """Everything due now, run in this thread; raises `TickFailed` naming the failing step."""
@@ -113,23 +115,37 @@ class Engine:
 
     def claim(self, limit: int, *, due_by: datetime | None = None) -> list[Claim]:
         """Claim up to ``limit`` occurrences of this engine's jobs due now (or by ``due_by``,
-        a moment ahead: the caller starts each at its ``run_after``) for this process."""
-        return self.store.claim_due(
-            owner=worker_id(),
-            lease=self.lease,
-            limit=limit,
-            now=self.clock(),
-            jobs=list(self.jobs),
-            reclaim=[n for n, job in self.jobs.items() if job.delivery != "at_most_once"],
-            serial=[n for n, job in self.jobs.items() if job.overlap != "allow"],
-            due_by=due_by,
-            skip=[n for n, job in self.jobs.items() if job.overlap == "skip"],
-        )
+        a moment ahead: the caller starts each at its ``run_after``) for this process.
 
-    @property
-    def lease(self) -> timedelta:
-        """The lease every claim takes: the longest of the jobs' leases."""
-        return max((job.lease for job in self.jobs.values()), default=timedelta(minutes=5))
+        Each claim's lease is its own job's: one claim per distinct lease, taking turns first so
+        that no group of jobs always gets the whole limit. (One lease for all, the longest,
+        kept a crashed worker's 30-second-lease occurrences waiting five minutes.)
+        """
+        groups = self._lease_groups()
+        turn = self._turn % len(groups)
+        self._turn += 1
+        claims: list[Claim] = []
+        for lease, jobs in [*groups[turn:], *groups[:turn]]:
+            if len(claims) >= limit:
+                break
+            claims += self.store.claim_due(
+                owner=worker_id(),
+                lease=lease,
+                limit=limit - len(claims),
+                now=self.clock(),
+                jobs=[job.name for job in jobs],
+                reclaim=[job.name for job in jobs if job.delivery != "at_most_once"],
+                serial=[job.name for job in jobs if job.overlap != "allow"],
+                due_by=due_by,
+                skip=[job.name for job in jobs if job.overlap == "skip"],
+            )
+        return claims
+
+    def _lease_groups(self) -> list[tuple[timedelta, list[Job]]]:
+        by_lease: dict[timedelta, list[Job]] = {}
+        for job in self.jobs.values():
+            by_lease.setdefault(job.lease, []).append(job)
+        return sorted(by_lease.items(), key=lambda item: item[0]) or [(_DEFAULT_LEASE, [])]
 
     def _reconcile(self, report: TickReport) -> None:
         reconcile(self.store, self.jobs, self.clock())
@@ -198,7 +214,6 @@ class Engine:
         )
 
     def _run(self, report: TickReport) -> None:
-        lease = self.lease
         while True:
             claims = self.claim(self._batch)
             if not claims:
@@ -206,7 +221,7 @@ class Engine:
             started = time.monotonic()
             pending: list[Finished] = []
             for claimed in claims:
-                claim = self._fresh_lease(claimed, lease, pending, report)
+                claim = self._fresh_lease(claimed, self.jobs[claimed.job].lease, pending, report)
                 if claim is None:
                     continue
                 job = self.jobs[claim.job]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import select
 import threading
@@ -58,6 +59,28 @@ _KEEPALIVES = {
 
 Connection = psycopg.Connection[dict[str, Any]]
 
+_POOL_NAME = "oncely"
+
+
+class _OwnPoolWarnings(logging.Filter):
+    """Drops psycopg_pool's warnings about oncely's own pool; others' pools are left alone.
+
+    While the server is down the pool warned of every failed connection attempt, several a
+    second, against lesson 10's one line per 30 repeats: the worker reports the outage itself.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING or not isinstance(record.args, tuple):
+            return True
+        for arg in record.args:
+            pool = getattr(arg, "_pool", None) or getattr(arg, "pool", None)
+            if arg == _POOL_NAME or getattr(pool, "name", None) == _POOL_NAME:
+                return False
+        return True
+
+
+logging.getLogger("psycopg.pool").addFilter(_OwnPoolWarnings())
+
 
 class PostgresStore(Store):
     """A store in one PostgreSQL database; any number of workers on any machines may share it.
@@ -95,7 +118,7 @@ class PostgresStore(Store):
                     reconnect_timeout=_TIMEOUT_S,
                     check=check,
                     kwargs={"connect_timeout": _TIMEOUT_S, "row_factory": dict_row},
-                    name="oncely",
+                    name=_POOL_NAME,
                 )
                 check.pool = weakref.ref(self._pool)
                 self._pool.open(wait=False)

@@ -12,6 +12,7 @@ import logging
 from datetime import datetime, timedelta
 
 from oncely.engine import Engine, worker_id
+from oncely.engine.misfire import age
 from oncely.errors import LockHeld
 from oncely.locks import Lock
 from oncely.model import Sweep
@@ -86,7 +87,7 @@ class Housekeeping:
             "expired lease(s)",
             sweep.worker,
             pruned,
-            self.retention,
+            age(self.retention),
             len(reclaimed),
         )
         return len(reclaimed)
