@@ -143,6 +143,7 @@ class Abandoned:
     scheduled_for: datetime
     owner: str | None
     attempts: int
+    job: str
 
 
 @dataclass(frozen=True, slots=True)

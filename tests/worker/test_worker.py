@@ -279,3 +279,24 @@ def test_a_worker_gives_back_queued_claims_its_slow_handlers_will_not_reach_soon
             lambda: len(app.history(status="succeeded", limit=100)) == 70, what="all of them"
         )
     app.close()
+
+
+def test_an_abandoned_at_most_once_occurrence_is_counted_in_the_metrics(url: str) -> None:
+    lost, app = oncely.App(url), oncely.App(url)
+    for each in (lost, app):
+
+        @each.job(delivery="at_most_once", lease=timedelta(seconds=1))
+        def charge(run: oncely.Run) -> None:
+            pass
+
+    lost.defer("charge", at=_now(), key="c1")
+    assert [c.key for c in lost._the_engine().claim(5)] == ["c1"]  # then its process dies
+    time.sleep(1.1)
+    with serving(app) as worker:
+        eventually(lambda: _status(app, "c1") == "abandoned", what="c1 abandoned")
+        assert (
+            'oncely_occurrences_total{job="charge",status="abandoned"} 1.0'
+            in worker.metrics.render().decode()
+        )
+    lost.close()
+    app.close()

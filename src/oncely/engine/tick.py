@@ -52,6 +52,7 @@ class TickReport:
 
     materialised: int = 0
     abandoned: int = 0
+    abandoned_by_job: dict[str, int] = field(default_factory=dict)
     invalid: int = 0
     outcomes: dict[str, int] = field(default_factory=dict)
 
@@ -161,6 +162,7 @@ class Engine:
         )
         for lost in self.store.abandon_expired(now=self.clock(), jobs=at_most_once, reason=reason):
             report.abandoned += 1
+            report.abandoned_by_job[lost.job] = report.abandoned_by_job.get(lost.job, 0) + 1
             log.error(
                 "oncely: %r at %s abandoned: worker %s was lost during attempt %d and the job is "
                 "at_most_once, so it is not run again",

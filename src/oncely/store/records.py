@@ -201,4 +201,5 @@ def abandoned(values: Mapping[str, Any]) -> Abandoned:
         scheduled_for=values["scheduled_for"].astimezone(UTC),
         owner=values["lease_owner"],
         attempts=values["attempts"],
+        job=values["job"],
     )

@@ -313,7 +313,10 @@ class Worker:
             ahead_to = (
                 self._due_at if early and self._due_at is not None and self._due_at > now else None
             )
-            self.engine.prepare(TickReport(), ahead_to=ahead_to)
+            report = TickReport()
+            self.engine.prepare(report, ahead_to=ahead_to)
+            for job, count in report.abandoned_by_job.items():
+                self.metrics.outcome(job, "abandoned", count)
             self._prepared_at = time.monotonic()
             self._ahead_to = ahead_to
         self._pace()

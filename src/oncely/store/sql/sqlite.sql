@@ -256,7 +256,7 @@ ORDER BY o.run_after, o.id;
 
 -- name: expired_of_jobs
 -- Running occurrences of at_most_once jobs whose lease expired: their worker was lost mid-call.
-SELECT o.id, s.key, o.tenant, o.scheduled_for, o.lease_owner, o.attempts
+SELECT o.id, s.key, s.job, o.tenant, o.scheduled_for, o.lease_owner, o.attempts
 FROM oncely_occurrences o CROSS JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.status = 'running' AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= :now)
   AND s.job IN (SELECT value FROM json_each(:jobs))
