@@ -44,8 +44,18 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/oncely lint src
 
+# tests/unit (the Hypothesis properties: CPU only, no database, no subprocess) runs beside the
+# rest, which mostly waits on PostgreSQL and worker processes: one after the other they took over
+# ten minutes on a 2-core machine. Its report is printed when both are done.
+UNIT_LOG := .pytest-unit.log
+
 test: $(STAMP) lint
-	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(BIN)/pytest $(PYTEST_ARGS)
+	@HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(BIN)/pytest tests/unit -p no:cacheprovider \
+		$(PYTEST_ARGS) > $(UNIT_LOG) 2>&1 & unit=$$!; \
+	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(BIN)/pytest --ignore=tests/unit $(PYTEST_ARGS); \
+	rest=$$?; wait $$unit; units=$$?; \
+	echo "--- tests/unit (ran beside the rest) ---"; cat $(UNIT_LOG); \
+	[ $$rest -eq 0 ] && [ $$units -eq 0 ]
 
 # The documentation tools are an extra of their own (pyproject's `docs`), never runtime deps.
 DOCS_STAMP := $(VENV)/.installed-docs
