@@ -4,20 +4,26 @@ from __future__ import annotations
 
 import click
 
-from oncely.cli.backfill import backfill
-from oncely.cli.control import pause, resume, trigger
-from oncely.cli.explain import explain
 from oncely.cli.group import EXIT_CODES, CommandGroup
-from oncely.cli.history import history
-from oncely.cli.jobs import jobs
-from oncely.cli.lint import lint
-from oncely.cli.migrate import migrate
-from oncely.cli.preview import preview
-from oncely.cli.run import run
+
+_COMMANDS = {
+    "run": "oncely.cli.run:run",
+    "jobs": "oncely.cli.jobs:jobs",
+    "history": "oncely.cli.history:history",
+    "trigger": "oncely.cli.control:trigger",
+    "pause": "oncely.cli.control:pause",
+    "resume": "oncely.cli.control:resume",
+    "explain": "oncely.cli.explain:explain",
+    "backfill": "oncely.cli.backfill:backfill",
+    "preview": "oncely.cli.preview:preview",
+    "migrate": "oncely.cli.migrate:migrate",
+    "lint": "oncely.cli.lint:lint",
+}
 
 
 @click.group(
     cls=CommandGroup,
+    lazy=_COMMANDS,
     context_settings={"help_option_names": ["-h", "--help"]},
     epilog=EXIT_CODES,
 )
@@ -29,20 +35,5 @@ def main() -> None:
     oncely.App in it, e.g. myservice.tasks:app.
     """
 
-
-for command in (
-    run,
-    jobs,
-    history,
-    trigger,
-    pause,
-    resume,
-    explain,
-    backfill,
-    preview,
-    migrate,
-    lint,
-):
-    main.add_command(command)
 
 __all__ = ["main"]

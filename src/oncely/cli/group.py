@@ -1,8 +1,13 @@
-"""The `oncely` command group: every error is one line on stderr, and the exit codes are fixed."""
+"""The `oncely` command group: every error is one line on stderr, and the exit codes are fixed.
+
+Subcommands are loaded when used: a run of ``oncely lint`` imports neither the engine nor the
+stores, which the other commands' modules import.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import importlib
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import IO, Any
 
@@ -41,7 +46,27 @@ def _one_line_usage() -> Iterator[None]:
 
 
 class CommandGroup(click.Group):
-    """A click group whose usage errors, and its subcommands', are one line (exit status 2)."""
+    """A click group whose usage errors, and its subcommands', are one line (exit status 2).
+
+    ``lazy`` names subcommands by where they are defined, ``{"lint": "oncely.cli.lint:lint"}``;
+    a module is imported when its command runs or help lists it.
+    """
+
+    def __init__(self, *args: Any, lazy: Mapping[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in self.lazy:
+            module, _, name = self.lazy[cmd_name].partition(":")
+            command = getattr(importlib.import_module(module), name)
+            if not isinstance(command, click.Command):
+                raise TypeError(f"{self.lazy[cmd_name]} is not a click command")
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
 
     def make_context(
         self,
