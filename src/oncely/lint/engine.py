@@ -20,7 +20,6 @@ import re
 import sys
 import threading
 import tokenize
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -48,6 +47,8 @@ SYNTAX_ERROR = "ONC001"
 PARALLEL_MIN_FILES = 64
 
 Handler = Callable[[ast.AST, Context], None]
+#: The handlers of a run's rules by the node class they visit, and which rule each belongs to.
+Dispatch = dict[type[ast.AST], list[tuple[str, Handler]]]
 
 
 @dataclass(frozen=True)
@@ -58,18 +59,92 @@ class _Suppression:
     col: int
 
 
+@dataclass(frozen=True, slots=True)
+class _Source:
+    """A file to lint: its path as found (to read it), relative to the config root (for the
+    cache and the allow lists) and as reported."""
+
+    path: str
+    relative: str
+    shown: str
+
+
 def python_files(paths: Iterable[Path], config: LintConfig) -> Iterator[Path]:
     """The ``.py`` files named or under the directories named, minus excluded ones, sorted."""
+    return (Path(source.path) for source in _sources(paths, config))
+
+
+def _sources(paths: Iterable[Path], config: LintConfig) -> Iterator[_Source]:
+    """`python_files`, each with the paths a run needs, resolved once per directory."""
+    resolver = _Resolver(config.root)
     for path in paths:
-        if path.is_dir():
-            found = sorted(
-                p
-                for p in path.rglob("*.py")
-                if not _SKIPPED_DIRS.intersection(p.relative_to(path).parts[:-1])
-            )
+        if not path.is_dir():
+            relative = resolver.relative(str(path))
+            shown = relative if path.is_absolute() else path.as_posix()
+            if not config.excludes(relative):
+                yield _Source(str(path), relative, shown)
+            continue
+        top = path.as_posix()
+        prefix = "" if top == "." else top.rstrip("/") + "/"
+        base = resolver.relative(top)
+        base = "" if base == "." else base.rstrip("/") + "/"
+        for parts, symlink in _python_files_under(top):
+            below = "/".join(parts)
+            file = prefix + below
+            # A symlinked file is reported where it points, as Path.resolve() would have it.
+            relative = resolver.relative(file) if symlink else base + below
+            if not config.excludes(relative):
+                yield _Source(file, relative, relative if path.is_absolute() else file)
+
+
+def _python_files_under(top: str) -> list[tuple[tuple[str, ...], bool]]:
+    """The ``.py`` files under directory ``top``, each as its path's parts below ``top`` and
+    whether it is a symlink; sorted as paths are, not descending into symlinked directories
+    (as ``Path.rglob``) nor into `_SKIPPED_DIRS`."""
+    found: list[tuple[tuple[str, ...], bool]] = []
+    folders: list[tuple[str, tuple[str, ...]]] = [(top, ())]
+    while folders:
+        folder, parts = folders.pop()
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    name = entry.name
+                    if name.endswith(".py") and not _is_dir(entry):
+                        found.append(((*parts, name), entry.is_symlink()))
+                    elif name not in _SKIPPED_DIRS and _is_dir(entry) and not entry.is_symlink():
+                        folders.append((entry.path, (*parts, name)))
+        except OSError:
+            continue
+    found.sort()
+    return found
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+class _Resolver:
+    """``LintConfig.relative`` for many paths: each directory is resolved once, not each file."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.as_posix()
+        self._folders: dict[str, str] = {}
+
+    def relative(self, path: str) -> str:
+        folder, name = os.path.split(path)
+        if name in ("", ".", "..") or os.path.islink(path):
+            resolved = Path(path).resolve().as_posix()
         else:
-            found = [path]
-        yield from (p for p in found if not config.excluded(p))
+            if folder not in self._folders:
+                self._folders[folder] = Path(folder or ".").resolve().as_posix()
+            resolved = f"{self._folders[folder].rstrip('/')}/{name}"
+        if resolved == self.root:
+            return "."
+        inside = self.root.rstrip("/") + "/"
+        return resolved[len(inside) :] if resolved.startswith(inside) else resolved
 
 
 def lint_files(
@@ -88,23 +163,24 @@ def lint_files(
     parsed in a process pool. Neither changes the findings nor their order.
     """
     rules = enabled_rules(config, codes)
-    files = list(python_files(paths, config))
-    found: list[list[Finding] | None] = [None] * len(files)
-    keys: list[str] = [""] * len(files)
-    pending: list[tuple[int, Path, str]] = []
-    for index, path in enumerate(files):
-        data = path.read_bytes()
+    sources = list(_sources(paths, config))
+    found: list[list[Finding] | None] = [None] * len(sources)
+    keys: list[str] = [""] * len(sources)
+    pending: list[tuple[int, _Source, str]] = []
+    for index, source in enumerate(sources):
+        with open(source.path, "rb") as file:
+            data = file.read()
         if cache is not None:
-            keys[index] = cache.key(config.relative(path), data)
-            found[index] = cache.get(config.relative(path), keys[index], _shown(path, config))
+            keys[index] = cache.key(source.relative, data)
+            found[index] = cache.get(source.relative, keys[index], source.shown)
         if found[index] is None:
-            pending.append((index, path, _decode(data)))
-    for (index, path, _), findings in zip(
+            pending.append((index, source, _decode(data)))
+    for (index, source, _), findings in zip(
         pending, _lint_pending(pending, config, rules, jobs), strict=True
     ):
         found[index] = findings
         if cache is not None:
-            cache.put(config.relative(path), keys[index], findings)
+            cache.put(source.relative, keys[index], findings)
     if cache is not None:
         cache.save()
     return sorted(finding for findings in found if findings for finding in findings)
@@ -131,23 +207,20 @@ def enabled_rules(config: LintConfig, codes: Iterable[str] = ()) -> list[Rule]:
     ]
 
 
-def _shown(path: Path, config: LintConfig) -> str:
-    return config.relative(path) if path.is_absolute() else path.as_posix()
-
-
 def _lint_pending(
-    pending: Sequence[tuple[int, Path, str]],
+    pending: Sequence[tuple[int, _Source, str]],
     config: LintConfig,
     rules: list[Rule],
     jobs: int | None,
 ) -> list[list[Finding]]:
     workers = min(jobs or _usable_cores(), len(pending))
     if workers < 2 or len(pending) <= PARALLEL_MIN_FILES:
-        return [lint_source(path, source, config, rules) for _, path, source in pending]
+        dispatch = _dispatch(rules)
+        return [_lint(source, text, config, dispatch) for _, source, text in pending]
     # Several batches per worker even out files of very different sizes.
     size = -(-len(pending) // (workers * 4))
     batches = [
-        [(path, source) for _, path, source in pending[start : start + size]]
+        [(source, text) for _, source, text in pending[start : start + size]]
         for start in range(0, len(pending), size)
     ]
     codes = [rule.code for rule in rules]
@@ -157,11 +230,11 @@ def _lint_pending(
 
 
 def _lint_batch(
-    config: LintConfig, codes: list[str], batch: list[tuple[Path, str]]
+    config: LintConfig, codes: list[str], batch: list[tuple[_Source, str]]
 ) -> list[list[Finding]]:
     """One worker's share: rules are rebuilt here rather than pickled with their state."""
-    rules = enabled_rules(config, codes)
-    return [lint_source(path, source, config, rules) for path, source in batch]
+    dispatch = _dispatch(enabled_rules(config, codes))
+    return [_lint(source, text, config, dispatch) for source, text in batch]
 
 
 def _usable_cores() -> int:
@@ -183,38 +256,71 @@ def lint_source(
     path: Path, source: str, config: LintConfig, rules: list[Rule] | None = None
 ) -> list[Finding]:
     """Findings in one file's ``source``, reported under ``path``."""
-    chosen = enabled_rules(config) if rules is None else rules
-    shown = _shown(path, config)
+    relative = config.relative(path)
+    shown = relative if path.is_absolute() else path.as_posix()
+    dispatch = _dispatch(enabled_rules(config) if rules is None else rules)
+    return _lint(_Source(str(path), relative, shown), source, config, dispatch)
+
+
+def _dispatch(rules: Sequence[Rule]) -> Dispatch:
+    """Each rule's ``visit_<NodeType>`` methods by node class, in the order of ``rules``."""
+    dispatch: Dispatch = {}
+    for rule in rules:
+        for name in dir(rule):
+            if not name.startswith("visit_"):
+                continue
+            visited = getattr(ast, name[len("visit_") :], None)
+            if isinstance(visited, type) and issubclass(visited, ast.AST):
+                dispatch.setdefault(visited, []).append((rule.code, getattr(rule, name)))
+    return dispatch
+
+
+def _lint(source: _Source, text: str, config: LintConfig, dispatch: Dispatch) -> list[Finding]:
     try:
-        tree = ast.parse(source, filename=str(path))
+        tree = ast.parse(text, filename=source.path)
     except SyntaxError as exc:
         if not config.enabled(SYNTAX_ERROR):
             return []
         return [
             Finding(
-                shown,
+                source.shown,
                 exc.lineno or 1,
                 exc.offset or 1,
                 SYNTAX_ERROR,
                 f"syntax error, file not checked: {exc.msg}",
             )
         ]
+    allowed = {code for code in config.allow if config.allows(code, source.relative)}
+    if allowed:
+        dispatch = {
+            kind: [(code, handle) for code, handle in handlers if code not in allowed]
+            for kind, handlers in dispatch.items()
+        }
     context = Context(
-        path=shown, module=_module_name(shown), lines=source.splitlines(), root=config.root
+        path=source.shown,
+        module=_module_name(source.shown),
+        lines=text.splitlines(),
+        root=config.root,
+        tree=tree,
     )
-    handlers: dict[str, list[Handler]] = defaultdict(list)
-    for rule in chosen:
-        if config.allowed(rule.code, path):
-            continue
-        for name in dir(rule):
-            if name.startswith("visit_"):
-                handlers[name[len("visit_") :]].append(getattr(rule, name))
-    for node in ast.walk(tree):
-        for child in ast.iter_child_nodes(node):
-            context.parents[child] = node
-        for handle in handlers.get(type(node).__name__, ()):
+    _walk(tree, dispatch, context)
+    # Only a file that says "oncely:" can hold a suppression: the rest skip the tokenizer.
+    suppressions = _suppressions(text) if "oncely:" in text else {}
+    return _apply_suppressions(context.findings, suppressions, source.shown, config)
+
+
+def _walk(tree: ast.AST, dispatch: Dispatch, context: Context) -> None:
+    """Every node of ``tree`` once, breadth first as ``ast.walk``, to the handlers of its class."""
+    nodes = [tree]
+    for node in nodes:  # the list grows behind the loop: a queue without popping
+        for _, handle in dispatch.get(node.__class__, ()):
             handle(node, context)
-    return _apply_suppressions(context.findings, _suppressions(source), shown, config)
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if value.__class__ is list:
+                nodes.extend(item for item in value if isinstance(item, ast.AST))
+            elif isinstance(value, ast.AST):
+                nodes.append(value)
 
 
 def _suppressions(source: str) -> dict[int, _Suppression]:

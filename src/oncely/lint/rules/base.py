@@ -20,15 +20,28 @@ from oncely.lint.finding import Finding
 
 @dataclass
 class Context:
-    """The file being walked: its path as reported, module name, source lines and parents."""
+    """The file being walked: its path as reported, module name, source lines, tree and parents."""
 
     path: str
     module: str
     lines: list[str]
     #: The configuration root, for rules that read other files of the project.
     root: Path | None = None
-    parents: dict[ast.AST, ast.AST] = field(default_factory=dict)
+    #: The whole file's tree (the walk's root).
+    tree: ast.AST | None = None
     findings: list[Finding] = field(default_factory=list)
+    _parents: dict[ast.AST, ast.AST] | None = field(default=None, init=False, repr=False)
+
+    @property
+    def parents(self) -> dict[ast.AST, ast.AST]:
+        """Each node's parent, mapped on first use: most files never need it."""
+        if self._parents is None:
+            self._parents = {}
+            if self.tree is not None:
+                for node in ast.walk(self.tree):
+                    for child in ast.iter_child_nodes(node):
+                        self._parents[child] = node
+        return self._parents
 
     def parent(self, node: ast.AST) -> ast.AST | None:
         return self.parents.get(node)
