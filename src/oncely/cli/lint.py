@@ -14,9 +14,9 @@ from oncely.errors import ConfigurationError
 from oncely.lint import Finding, all_rules, load_config
 from oncely.lint.cache import LintCache
 from oncely.lint.config import LintConfig
-from oncely.lint.engine import enabled_rules, lint_files
-from oncely.lint.prove import prove
-from oncely.lint.reporters import json_report, sarif_report, text_report
+from oncely.lint.engine import enabled_codes, lint_files
+from oncely.lint.reporters import text_report
+from oncely.lint.rules import rule_codes
 
 
 @click.command()
@@ -65,7 +65,7 @@ def lint(
         if prove_rules:
             _prove(targets, config)
             return
-        cache = None if no_cache else LintCache(config, enabled_rules(config))
+        cache = None if no_cache else LintCache(config, enabled_codes(config))
         findings = lint_files(targets, config, cache=cache)
     except ConfigurationError as exc:  # a bad table, or a rule refusing its options
         raise click.UsageError(str(exc)) from exc
@@ -75,6 +75,8 @@ def lint(
 
 
 def _prove(targets: list[Path], config: LintConfig) -> None:
+    from oncely.lint.prove import prove
+
     proofs = prove(targets, config)
     for proof in proofs:
         click.echo(str(proof))
@@ -83,7 +85,7 @@ def _prove(targets: list[Path], config: LintConfig) -> None:
 
 
 def _overridden(config: LintConfig, select: str | None, ignore: str | None) -> LintConfig:
-    known = {rule.code for rule in all_rules()}
+    known = set(rule_codes())
     chosen: dict[str, tuple[str, ...]] = {}
     for option, value in (("select", select), ("ignore", ignore)):
         if value is None:
@@ -107,9 +109,13 @@ def _overridden(config: LintConfig, select: str | None, ignore: str | None) -> L
 
 def _print(findings: list[Finding], fmt: str, config: LintConfig) -> None:
     if fmt == "json":
+        from oncely.lint.reporters import json_report
+
         click.echo(json_report(findings))
         return
     if fmt == "sarif":
+        from oncely.lint.reporters import sarif_report
+
         ran = [rule for rule in all_rules() if config.enabled(rule.code)]
         click.echo(sarif_report(findings, ran, config.root))
         return

@@ -14,25 +14,24 @@ from __future__ import annotations
 
 import ast
 import io
-import multiprocessing
 import os
 import re
 import sys
 import threading
 import tokenize
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from itertools import repeat
-from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oncely.lint.config import LintConfig
 from oncely.lint.finding import Finding
-from oncely.lint.rules import Context, Rule, all_rules
+from oncely.lint.rules import Context, Rule, all_rules, rule_codes
 
 if TYPE_CHECKING:
+    from multiprocessing.context import BaseContext
+
     from oncely.lint.cache import LintCache
 
 SUPPRESSION = re.compile(
@@ -162,25 +161,29 @@ def lint_files(
     cores); with more than one and more than `PARALLEL_MIN_FILES` files to parse, the files are
     parsed in a process pool. Neither changes the findings nor their order.
     """
-    rules = enabled_rules(config, codes)
     sources = list(_sources(paths, config))
     found: list[list[Finding] | None] = [None] * len(sources)
-    keys: list[str] = [""] * len(sources)
     pending: list[tuple[int, _Source, str]] = []
     for index, source in enumerate(sources):
-        with open(source.path, "rb") as file:
-            data = file.read()
-        if cache is not None:
-            keys[index] = cache.key(source.relative, data)
-            found[index] = cache.get(source.relative, keys[index], source.shown)
-        if found[index] is None:
-            pending.append((index, source, _decode(data)))
+        if cache is None:
+            with open(source.path, "rb") as file:
+                data = file.read()
+        else:
+            cached = cache.get(source.relative, source.path, source.shown)
+            if not isinstance(cached, bytes):
+                found[index] = cached
+                continue
+            data = cached
+        pending.append((index, source, _decode(data)))
+    # Building the rules checks their options. A run that found every file in the cache skips
+    # it, and importing them: a run under the same settings, options included, built them.
+    rules = enabled_rules(config, codes) if pending or not sources else []
     for (index, source, _), findings in zip(
         pending, _lint_pending(pending, config, rules, jobs), strict=True
     ):
         found[index] = findings
         if cache is not None:
-            cache.put(source.relative, keys[index], findings)
+            cache.put(source.relative, findings)
     if cache is not None:
         cache.save()
     return sorted(finding for findings in found if findings for finding in findings)
@@ -193,9 +196,16 @@ def _decode(data: bytes) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+def enabled_codes(config: LintConfig, codes: Iterable[str] = ()) -> list[str]:
+    """The codes of the rules a run uses (``codes`` when given, else the enabled ones), ordered;
+    the rules are not imported."""
+    only = set(codes)
+    return [code for code in rule_codes() if _runs(code, only, config)]
+
+
 def enabled_rules(config: LintConfig, codes: Iterable[str] = ()) -> list[Rule]:
-    """The rules a run uses (``codes`` when given, else the enabled ones), ordered by code, each
-    built with its ``[tool.oncely.lint.<CODE>]`` options.
+    """The rules of `enabled_codes`, ordered by code, each built with its
+    ``[tool.oncely.lint.<CODE>]`` options.
 
     Raises `ConfigurationError` when a rule refuses its options.
     """
@@ -203,8 +213,12 @@ def enabled_rules(config: LintConfig, codes: Iterable[str] = ()) -> list[Rule]:
     return [
         rule(config.options.get(rule.code))
         for rule in all_rules()
-        if (rule.code in only if only else config.enabled(rule.code))
+        if _runs(rule.code, only, config)
     ]
+
+
+def _runs(code: str, only: set[str], config: LintConfig) -> bool:
+    return code in only if only else config.enabled(code)
 
 
 def _lint_pending(
@@ -223,6 +237,8 @@ def _lint_pending(
         [(source, text) for _, source, text in pending[start : start + size]]
         for start in range(0, len(pending), size)
     ]
+    from concurrent.futures import ProcessPoolExecutor  # only runs this large import it
+
     codes = [rule.code for rule in rules]
     with ProcessPoolExecutor(max_workers=workers, mp_context=_process_context()) as pool:
         results = pool.map(_lint_batch, repeat(config), repeat(codes), batches)
@@ -244,6 +260,8 @@ def _usable_cores() -> int:
 
 
 def _process_context() -> BaseContext:
+    import multiprocessing
+
     # A forked worker starts at once with oncely already imported; a spawned one re-imports it
     # (over half a second). Forking is only safe on Linux in a process with no other threads:
     # elsewhere a lock held by another thread, or macOS's frameworks, can hang the child.
