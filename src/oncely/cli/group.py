@@ -1,4 +1,5 @@
-"""The `oncely` command group: every error is one line on stderr, and the exit codes are fixed.
+"""The `oncely` command group, `main`: every error is one line on stderr, and the exit codes
+are fixed.
 
 Subcommands are loaded when used: a run of ``oncely lint`` imports neither the engine nor the
 stores, which the other commands' modules import.
@@ -81,3 +82,33 @@ class CommandGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         with _one_line_usage():
             return super().invoke(ctx)
+
+
+_COMMANDS = {
+    "run": "oncely.cli.run:run",
+    "jobs": "oncely.cli.jobs:jobs",
+    "history": "oncely.cli.history:history",
+    "trigger": "oncely.cli.control:trigger",
+    "pause": "oncely.cli.control:pause",
+    "resume": "oncely.cli.control:resume",
+    "explain": "oncely.cli.explain:explain",
+    "backfill": "oncely.cli.backfill:backfill",
+    "preview": "oncely.cli.preview:preview",
+    "migrate": "oncely.cli.migrate:migrate",
+    "lint": "oncely.cli.lint:lint",
+}
+
+
+@click.group(
+    cls=CommandGroup,
+    lazy=_COMMANDS,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=EXIT_CODES,
+)
+@click.version_option(package_name="oncely")
+def main() -> None:
+    """oncely: every scheduled job once per occurrence, however many copies are running.
+
+    MODULE:APP names your app: the module to import (from the current directory too) and the
+    oncely.App in it, e.g. myservice.tasks:app.
+    """
