@@ -105,3 +105,20 @@ def test_a_rule_allowed_in_a_file_is_not_shown_it(tmp_path: Path) -> None:
     assert rule.seen == []
     lint_source(tmp_path / "other" / "m.py", "a\n", config, [rule])
     assert rule.seen == ["a"]
+
+
+class _Triggered(_Recorder):
+    """A recorder that can only fire where the text says 'needle'."""
+
+    triggers = ("needle",)
+
+
+def test_a_rule_is_not_shown_a_file_without_its_triggers(tmp_path: Path) -> None:
+    config = LintConfig(root=tmp_path)
+    rule = _Triggered()
+    lint_source(tmp_path / "m.py", "a = b\n", config, [rule])
+    assert rule.seen == []
+    lint_source(tmp_path / "m.py", "needle = b\n", config, [rule])
+    assert rule.seen == ["needle", "b"]
+    lint_source(tmp_path / "m.py", "c = 'café'\n", config, [rule])  # not ASCII: shown
+    assert rule.seen == ["needle", "b", "c"]

@@ -46,7 +46,7 @@ SYNTAX_ERROR = "ONC001"
 PARALLEL_MIN_FILES = 64
 
 Handler = Callable[[ast.AST, Context], None]
-#: The handlers of a run's rules by the node class they visit, and which rule each belongs to.
+#: Handlers by the node class they visit, each with the code of its rule.
 Dispatch = dict[type[ast.AST], list[tuple[str, Handler]]]
 
 
@@ -229,8 +229,8 @@ def _lint_pending(
 ) -> list[list[Finding]]:
     workers = min(jobs or _usable_cores(), len(pending))
     if workers < 2 or len(pending) <= PARALLEL_MIN_FILES:
-        dispatch = _dispatch(rules)
-        return [_lint(source, text, config, dispatch) for _, source, text in pending]
+        walk = _Walk.of(rules)
+        return [_lint(source, text, config, walk) for _, source, text in pending]
     # Several batches per worker even out files of very different sizes.
     size = -(-len(pending) // (workers * 4))
     batches = [
@@ -249,8 +249,8 @@ def _lint_batch(
     config: LintConfig, codes: list[str], batch: list[tuple[_Source, str]]
 ) -> list[list[Finding]]:
     """One worker's share: rules are rebuilt here rather than pickled with their state."""
-    dispatch = _dispatch(enabled_rules(config, codes))
-    return [_lint(source, text, config, dispatch) for source, text in batch]
+    walk = _Walk.of(enabled_rules(config, codes))
+    return [_lint(source, text, config, walk) for source, text in batch]
 
 
 def _usable_cores() -> int:
@@ -276,24 +276,49 @@ def lint_source(
     """Findings in one file's ``source``, reported under ``path``."""
     relative = config.relative(path)
     shown = relative if path.is_absolute() else path.as_posix()
-    dispatch = _dispatch(enabled_rules(config) if rules is None else rules)
-    return _lint(_Source(str(path), relative, shown), source, config, dispatch)
+    walk = _Walk.of(enabled_rules(config) if rules is None else rules)
+    return _lint(_Source(str(path), relative, shown), source, config, walk)
 
 
-def _dispatch(rules: Sequence[Rule]) -> Dispatch:
-    """Each rule's ``visit_<NodeType>`` methods by node class, in the order of ``rules``."""
-    dispatch: Dispatch = {}
-    for rule in rules:
-        for name in dir(rule):
-            if not name.startswith("visit_"):
-                continue
-            visited = getattr(ast, name[len("visit_") :], None)
-            if isinstance(visited, type) and issubclass(visited, ast.AST):
-                dispatch.setdefault(visited, []).append((rule.code, getattr(rule, name)))
-    return dispatch
+@dataclass(frozen=True)
+class _Walk:
+    """A run's rules as the walk meets them: ``visit_<NodeType>`` methods by node class, in the
+    order of the rules, and the `Rule.triggers` of the rules that have some."""
+
+    dispatch: Dispatch
+    triggers: dict[str, tuple[str, ...]]
+
+    @classmethod
+    def of(cls, rules: Sequence[Rule]) -> _Walk:
+        dispatch: Dispatch = {}
+        for rule in rules:
+            for name in dir(rule):
+                if not name.startswith("visit_"):
+                    continue
+                visited = getattr(ast, name[len("visit_") :], None)
+                if isinstance(visited, type) and issubclass(visited, ast.AST):
+                    dispatch.setdefault(visited, []).append((rule.code, getattr(rule, name)))
+        return cls(dispatch, {rule.code: rule.triggers for rule in rules if rule.triggers})
+
+    def for_file(self, source: _Source, text: str, config: LintConfig) -> Dispatch:
+        """The handlers that see this file: not those of a rule allowed in it, nor of a rule
+        whose triggers its text lacks."""
+        skipped = {code for code in config.allow if config.allows(code, source.relative)}
+        # Only ASCII text is sure to spell a name as the parser reads it: it normalises
+        # identifiers (NFKC), so a non-ASCII one can stand for a trigger it does not contain.
+        if text.isascii():
+            for code, triggers in self.triggers.items():
+                if not any(trigger in text for trigger in triggers):
+                    skipped.add(code)
+        if not skipped:
+            return self.dispatch
+        return {
+            kind: [(code, handle) for code, handle in handlers if code not in skipped]
+            for kind, handlers in self.dispatch.items()
+        }
 
 
-def _lint(source: _Source, text: str, config: LintConfig, dispatch: Dispatch) -> list[Finding]:
+def _lint(source: _Source, text: str, config: LintConfig, walk: _Walk) -> list[Finding]:
     try:
         tree = ast.parse(text, filename=source.path)
     except SyntaxError as exc:
@@ -308,12 +333,6 @@ def _lint(source: _Source, text: str, config: LintConfig, dispatch: Dispatch) ->
                 f"syntax error, file not checked: {exc.msg}",
             )
         ]
-    allowed = {code for code in config.allow if config.allows(code, source.relative)}
-    if allowed:
-        dispatch = {
-            kind: [(code, handle) for code, handle in handlers if code not in allowed]
-            for kind, handlers in dispatch.items()
-        }
     context = Context(
         path=source.shown,
         module=_module_name(source.shown),
@@ -321,24 +340,27 @@ def _lint(source: _Source, text: str, config: LintConfig, dispatch: Dispatch) ->
         root=config.root,
         tree=tree,
     )
-    _walk(tree, dispatch, context)
+    _visit(tree, walk.for_file(source, text, config), context)
     # Only a file that says "oncely:" can hold a suppression: the rest skip the tokenizer.
     suppressions = _suppressions(text) if "oncely:" in text else {}
     return _apply_suppressions(context.findings, suppressions, source.shown, config)
 
 
-def _walk(tree: ast.AST, dispatch: Dispatch, context: Context) -> None:
+def _visit(tree: ast.AST, dispatch: Dispatch, context: Context) -> None:
     """Every node of ``tree`` once, breadth first as ``ast.walk``, to the handlers of its class."""
     nodes = [tree]
+    handlers_of, append, extend, node_class = dispatch.get, nodes.append, nodes.extend, ast.AST
     for node in nodes:  # the list grows behind the loop: a queue without popping
-        for _, handle in dispatch.get(node.__class__, ()):
-            handle(node, context)
+        handlers = handlers_of(node.__class__)
+        if handlers:
+            for _, handle in handlers:
+                handle(node, context)
         for name in node._fields:
             value = getattr(node, name, None)
             if value.__class__ is list:
-                nodes.extend(item for item in value if isinstance(item, ast.AST))
-            elif isinstance(value, ast.AST):
-                nodes.append(value)
+                extend([item for item in value if isinstance(item, node_class)])
+            elif isinstance(value, node_class):
+                append(value)
 
 
 def _suppressions(source: str) -> dict[int, _Suppression]:

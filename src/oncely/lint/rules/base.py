@@ -79,6 +79,9 @@ class Rule:
     clean: ClassVar[str]
     #: The options ``--prove`` and the rule's tests configure it with, when it needs some.
     example_options: ClassVar[Mapping[str, Any]] = {}
+    #: Words without one of which in a file's text the rule cannot fire there, so the walk
+    #: skips it (empty: every file). Each must be shown to hold for every way the rule fires.
+    triggers: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
         """``options`` is the rule's ``[tool.oncely.lint.<CODE>]`` table; a rule with options

@@ -114,6 +114,10 @@ class RecurringTimerLoop(Rule):
     code = "ONC101"
     name = "recurring-timer-loop"
     message = "ad-hoc recurring timer"
+    # Every finding names one, in the file: a loop waits on a sleep, sleep_until, wait or
+    # wait_for (directly, or through a function of the file that does); a timer is a Timer
+    # (imported or reached as an attribute under that name), a call_later or a call_at.
+    triggers = ("sleep", "wait", "Timer", "call_later", "call_at")
     violating = """\
 import threading
 import time
