@@ -114,6 +114,7 @@ class Claim:
     write carrying it can be told apart from one by a worker whose lease was taken over.
     ``reclaimed`` is True when the previous attempt's worker was lost (its lease expired).
     ``failure_streak`` is the schedule's count of failed occurrences in a row when claimed.
+    ``run_after`` is when the attempt may start: a claim taken ahead of it waits until then.
     """
 
     occurrence_id: int
@@ -128,6 +129,7 @@ class Claim:
     owner: str
     lease_expires_at: datetime
     origin: OccurrenceOrigin
+    run_after: datetime
     reclaimed: bool = False
     failure_streak: int = 0
 

@@ -57,6 +57,8 @@ def test_disguises_fire(source: str) -> None:
         "def job(): ...\nexecutor.submit(job)\n",
         "def helper(): ...\nscheduler.add_job(imported_elsewhere)\n",  # defined in another file
         "@functools.cache\ndef settings(): ...\n",
+        # A form feed is a space to Python, not a line break: the note is still on the def line.
+        "\x0c\n@periodic_task\ndef f():  # oncely: idempotent -- recomputes a view\n    pass\n",
     ],
 )
 def test_look_alikes_do_not_fire(source: str) -> None:

@@ -37,13 +37,13 @@ def tokenized(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return calls
 
 
-def test_a_file_that_never_says_oncely_colon_is_not_tokenized(
+def test_a_file_that_never_says_oncely_is_not_tokenized(
     tmp_path: Path, tokenized: list[str]
 ) -> None:
     config = LintConfig(root=tmp_path)
     assert lint_source(tmp_path / "plain.py", PLAIN, config) == []
     assert tokenized == []
-    suppressed = "x = 1  # oncely: allow ONC101\n"
+    suppressed = "x = 1  # ONCELY : Allow ONC101\n"
     findings = lint_source(tmp_path / "suppressed.py", suppressed, config)
     assert [f.code for f in findings] == ["ONC000"]
     assert tokenized == [suppressed]

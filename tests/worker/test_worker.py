@@ -237,3 +237,45 @@ def test_stopping_gives_back_claims_that_never_started(url: str) -> None:
     )
     assert statuses == [("pending", 0), ("succeeded", 1)]
     app.close()
+
+
+def test_a_worker_gives_back_queued_claims_its_slow_handlers_will_not_reach_soon(
+    url: str,
+) -> None:
+    app = oncely.App(url)
+    release = threading.Event()
+
+    @app.job(overlap="allow")
+    def quick(run: oncely.Run) -> None:
+        pass
+
+    @app.job(overlap="allow")
+    def slow(run: oncely.Run) -> None:
+        release.wait(30)
+
+    for n in range(30):
+        app.defer(quick, at=_now(), key=f"q{n}")
+    with serving(app, concurrency=2, wake_cap=0.2):
+        eventually(
+            lambda: len(app.history(status="succeeded", limit=100)) == 30, what="the quick ones"
+        )
+        # Quick handlers made the queue long: the slow ones, due together, are all claimed at
+        # once when they come due.
+        due = _now() + timedelta(seconds=1)
+        for n in range(40):
+            app.defer(slow, at=due, key=f"s{n}")
+        eventually(lambda: len(app.history(status="running", limit=100)) > 2, what="a claim")
+        try:
+            # Two run; of the 38 queued behind them at most twice 2 stay (two slots, one
+            # second's worth of handlers that each take longer than that); the rest go back.
+            eventually(
+                lambda: len(app.history(status="pending", limit=100)) >= 34,
+                what="queued slow claims to be given back",
+            )
+            assert len(app.history(status="running", limit=100)) <= 6
+        finally:
+            release.set()
+        eventually(
+            lambda: len(app.history(status="succeeded", limit=100)) == 70, what="all of them"
+        )
+    app.close()

@@ -111,8 +111,9 @@ class Engine:
         _step("abandon", self._abandon, report)
         _step("materialise", lambda r: self._materialise(r, ahead_to), report)
 
-    def claim(self, limit: int) -> list[Claim]:
-        """Claim up to ``limit`` due occurrences of this engine's jobs for this process."""
+    def claim(self, limit: int, *, due_by: datetime | None = None) -> list[Claim]:
+        """Claim up to ``limit`` occurrences of this engine's jobs due now (or by ``due_by``,
+        a moment ahead: the caller starts each at its ``run_after``) for this process."""
         return self.store.claim_due(
             owner=worker_id(),
             lease=self.lease,
@@ -121,6 +122,7 @@ class Engine:
             jobs=list(self.jobs),
             reclaim=[n for n, job in self.jobs.items() if job.delivery != "at_most_once"],
             serial=[n for n, job in self.jobs.items() if job.overlap != "allow"],
+            due_by=due_by,
         )
 
     @property

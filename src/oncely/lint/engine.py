@@ -2,8 +2,8 @@
 
 Suppressions are comments on the finding's line: ``# oncely: allow ONC101 -- reason``. One
 without a reason still silences the finding but is itself a finding (ONC000): the exception is
-written down or it is not an exception. A file that does not parse is one finding (ONC001) and
-the run goes on.
+written down or it is not an exception. So is one that names no code, or a code no rule has. A
+file that Python could not read or parse is one finding (ONC001) and the run goes on.
 
 A run can keep findings in a `LintCache` (a file whose bytes and settings are unchanged is not
 parsed again), and spreads the files it must parse over a process pool when there are more than
@@ -13,12 +13,14 @@ parsed again), and spreads the files it must parse over a process pool when ther
 from __future__ import annotations
 
 import ast
+import codecs
 import io
 import os
 import re
 import sys
 import threading
 import tokenize
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import repeat
@@ -34,9 +36,15 @@ if TYPE_CHECKING:
 
     from oncely.lint.cache import LintCache
 
-SUPPRESSION = re.compile(
-    r"#\s*oncely:\s*allow\s+(?P<codes>ONC\d{3}(?:\s*,\s*ONC\d{3})*)\s*(?:--\s*(?P<reason>.*))?$"
-)
+# A directive opens a comment, or follows a space inside one (after another tool's comment);
+# the `#` of a URL's fragment does not.
+SUPPRESSION = re.compile(r"(?:^|(?<=\s))#\s*oncely\s*:\s*allow(?![\w-])(?P<rest>.*)", re.I)
+_CODE = re.compile(r"[\s,]*(?P<code>[a-z]+\d+)\b", re.I)
+# An editor's smart dashes turn `--` into an en or em dash; the reason ends where another
+# comment (`# type: ignore`) begins.
+_REASON = re.compile(r"\s*(?:--|\u2013|\u2014)(?P<reason>.*?)(?:\s#(?:\s|$).*)?$")
+_WORD = re.compile(r"[^\W_]")
+_COOKIE = re.compile(rb"^(?:\xef\xbb\xbf)?[ \t\f]*#.*?coding[:=][ \t]*(?P<name>[-\w.]+)", re.M)
 _SKIPPED_DIRS = {".git", ".hg", ".venv", "venv", "__pycache__", "node_modules", "build", "dist"}
 # Codes the engine itself reports (their rule files carry the documentation and examples).
 SUPPRESSION_WITHOUT_REASON = "ONC000"
@@ -56,6 +64,14 @@ class _Suppression:
     reason: str
     line: int
     col: int
+
+
+class _Unreadable(Exception):
+    """Python could not read or parse the file: at ``line``, ``col`` (1-based, in bytes)."""
+
+    def __init__(self, line: int, col: int, reason: str) -> None:
+        super().__init__(reason)
+        self.line, self.col = line, col
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +179,7 @@ def lint_files(
     """
     sources = list(_sources(paths, config))
     found: list[list[Finding] | None] = [None] * len(sources)
-    pending: list[tuple[int, _Source, str]] = []
+    pending: list[tuple[int, _Source, bytes]] = []
     for index, source in enumerate(sources):
         if cache is None:
             with open(source.path, "rb") as file:
@@ -174,7 +190,7 @@ def lint_files(
                 found[index] = cached
                 continue
             data = cached
-        pending.append((index, source, _decode(data)))
+        pending.append((index, source, data))
     # Building the rules checks their options. A run that found every file in the cache skips
     # it, and importing them: a run under the same settings, options included, built them.
     rules = enabled_rules(config, codes) if pending or not sources else []
@@ -190,10 +206,66 @@ def lint_files(
 
 
 def _decode(data: bytes) -> str:
-    """A source file's text as the parser wants it: UTF-8 (a byte-order mark dropped, bad bytes
-    replaced) with universal newlines."""
-    text = data.decode("utf-8-sig", errors="replace")
-    return text.replace("\r\n", "\n").replace("\r", "\n")
+    """A source file's text as Python reads it: in the encoding a byte-order mark or a coding
+    cookie gives, else UTF-8.
+
+    Raises `_Unreadable` at the first byte that does not decode, or at a bad cookie.
+    """
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        # An unknown encoding, a cookie against a byte-order mark, or bad bytes in the first two
+        # lines: the cookie is the fault if there is one, else those bytes are.
+        cookie = _COOKIE.search(data, 0, _line_end(data, _line_end(data, 0) + 1))
+        if cookie is not None:
+            reason = str(exc)
+            if data.startswith(codecs.BOM_UTF8):
+                name = cookie["name"].decode()
+                reason = f"a UTF-8 byte-order mark, and a coding cookie for {name} (not utf-8)"
+            raise _Unreadable(data.count(b"\n", 0, cookie.start()) + 1, 1, reason) from exc
+        encoding = "utf-8-sig" if data.startswith(codecs.BOM_UTF8) else "utf-8"
+    if encoding == "utf-8-sig":
+        data, encoding = data[len(codecs.BOM_UTF8) :], "utf-8"
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        start = data.rfind(b"\n", 0, exc.start) + 1
+        raise _Unreadable(
+            data.count(b"\n", 0, exc.start) + 1,
+            exc.start - start + 1,
+            f"byte 0x{data[exc.start]:02x} is not {encoding}; save the file as UTF-8 or "
+            "declare its encoding (PEP 263)",
+        ) from exc
+    return text
+
+
+def _line_end(data: bytes, start: int) -> int:
+    end = data.find(b"\n", start)
+    return len(data) if end < 0 else end
+
+
+def _parse(text: str, path: str) -> ast.Module:
+    """``text``'s tree, whatever the warning filters; raises `_Unreadable` where Python would
+    refuse the file."""
+    if "\0" in text:
+        # ast.parse raises ValueError here on some 3.11 releases, SyntaxError on others.
+        at = text.index("\0")
+        line = text.count("\n", 0, at) + 1
+        before = text[text.rfind("\n", 0, at) + 1 : at]
+        raise _Unreadable(line, len(before.encode()) + 1, "source code cannot contain null bytes")
+    try:
+        with warnings.catch_warnings():
+            # Under -W error a SyntaxWarning (say, "\d" in a string) is raised as SyntaxError.
+            warnings.simplefilter("ignore")
+            return ast.parse(text, filename=path)
+    except SyntaxError as exc:
+        line = exc.lineno or 1
+        lines = text.split("\n")
+        before = lines[line - 1][: max((exc.offset or 1) - 1, 0)] if line <= len(lines) else ""
+        raise _Unreadable(line, len(before.encode()) + 1, exc.msg) from exc
+    except (MemoryError, RecursionError) as exc:
+        # CPython's parser gives up on very deep nesting with these rather than a SyntaxError.
+        raise _Unreadable(1, 1, "too deeply nested for Python's parser") from exc
 
 
 def enabled_codes(config: LintConfig, codes: Iterable[str] = ()) -> list[str]:
@@ -222,7 +294,7 @@ def _runs(code: str, only: set[str], config: LintConfig) -> bool:
 
 
 def _lint_pending(
-    pending: Sequence[tuple[int, _Source, str]],
+    pending: Sequence[tuple[int, _Source, bytes]],
     config: LintConfig,
     rules: list[Rule],
     jobs: int | None,
@@ -230,11 +302,11 @@ def _lint_pending(
     workers = min(jobs or _usable_cores(), len(pending))
     if workers < 2 or len(pending) <= PARALLEL_MIN_FILES:
         walk = _Walk.of(rules)
-        return [_lint(source, text, config, walk) for _, source, text in pending]
+        return [_lint(source, data, config, walk) for _, source, data in pending]
     # Several batches per worker even out files of very different sizes.
     size = -(-len(pending) // (workers * 4))
     batches = [
-        [(source, text) for _, source, text in pending[start : start + size]]
+        [(source, data) for _, source, data in pending[start : start + size]]
         for start in range(0, len(pending), size)
     ]
     from concurrent.futures import ProcessPoolExecutor  # only runs this large import it
@@ -246,11 +318,11 @@ def _lint_pending(
 
 
 def _lint_batch(
-    config: LintConfig, codes: list[str], batch: list[tuple[_Source, str]]
+    config: LintConfig, codes: list[str], batch: list[tuple[_Source, bytes]]
 ) -> list[list[Finding]]:
     """One worker's share: rules are rebuilt here rather than pickled with their state."""
     walk = _Walk.of(enabled_rules(config, codes))
-    return [_lint(source, text, config, walk) for source, text in batch]
+    return [_lint(source, data, config, walk) for source, data in batch]
 
 
 def _usable_cores() -> int:
@@ -271,9 +343,14 @@ def _process_context() -> BaseContext:
 
 
 def lint_source(
-    path: Path, source: str, config: LintConfig, rules: list[Rule] | None = None
+    path: Path, source: str | bytes, config: LintConfig, rules: list[Rule] | None = None
 ) -> list[Finding]:
-    """Findings in one file's ``source``, reported under ``path``."""
+    """Findings in one file's ``source`` (its text, or its bytes as Python reads them: a
+    byte-order mark, a coding cookie), reported under ``path``.
+
+    A file Python would refuse (bytes that do not decode, a null byte, a syntax error, nesting
+    too deep for the parser) is one ONC001 finding and nothing else.
+    """
     relative = config.relative(path)
     shown = relative if path.is_absolute() else path.as_posix()
     walk = _Walk.of(enabled_rules(config) if rules is None else rules)
@@ -318,31 +395,34 @@ class _Walk:
         }
 
 
-def _lint(source: _Source, text: str, config: LintConfig, walk: _Walk) -> list[Finding]:
+def _lint(source: _Source, content: str | bytes, config: LintConfig, walk: _Walk) -> list[Finding]:
     try:
-        tree = ast.parse(text, filename=source.path)
-    except SyntaxError as exc:
+        text = _decode(content) if isinstance(content, bytes) else content
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        tree = _parse(text, source.path)
+    except _Unreadable as exc:
         if not config.enabled(SYNTAX_ERROR):
             return []
         return [
             Finding(
                 source.shown,
-                exc.lineno or 1,
-                exc.offset or 1,
+                exc.line,
+                exc.col,
                 SYNTAX_ERROR,
-                f"syntax error, file not checked: {exc.msg}",
+                f"syntax error, file not checked: {exc}",
             )
         ]
+    # Not splitlines(): it also breaks at a form feed, which Python reads as a space.
     context = Context(
         path=source.shown,
         module=_module_name(source.shown),
-        lines=text.splitlines(),
+        lines=text.split("\n"),
         root=config.root,
         tree=tree,
     )
     _visit(tree, walk.for_file(source, text, config), context)
-    # Only a file that says "oncely:" can hold a suppression: the rest skip the tokenizer.
-    suppressions = _suppressions(text) if "oncely:" in text else {}
+    # A suppression says "oncely" (in any case): a file that never does skips the tokenizer.
+    suppressions = _suppressions(text) if "oncely" in text.lower() else {}
     return _apply_suppressions(context.findings, suppressions, source.shown, config)
 
 
@@ -372,12 +452,26 @@ def _suppressions(source: str) -> dict[int, _Suppression]:
             match = SUPPRESSION.search(token.string)
             if match is None:
                 continue
-            codes = frozenset(c.strip() for c in match["codes"].split(","))
+            codes, reason = _directive(match["rest"])
             line, col = token.start
-            found[line] = _Suppression(codes, (match["reason"] or "").strip(), line, col + 1)
+            before = token.line[: col + match.start()]
+            found[line] = _Suppression(codes, reason, line, len(before.encode()) + 1)
     except (tokenize.TokenError, SyntaxError):
         pass  # the file parsed; a tokenizer quirk only costs its suppressions
     return found
+
+
+def _directive(rest: str) -> tuple[frozenset[str], str]:
+    """The codes and reason of what follows ``# oncely: allow``; a reason with no letter or
+    digit in it (``-- ...``) is none."""
+    codes: set[str] = set()
+    at = 0
+    while (code := _CODE.match(rest, at)) is not None:
+        codes.add(code["code"].upper())
+        at = code.end()
+    reason = _REASON.match(rest, at)
+    text = reason["reason"].strip() if reason else ""
+    return frozenset(codes), text if _WORD.search(text) else ""
 
 
 def _apply_suppressions(
@@ -389,20 +483,42 @@ def _apply_suppressions(
         if suppression is None or finding.code not in suppression.codes:
             kept.append(finding)
     if config.enabled(SUPPRESSION_WITHOUT_REASON):
+        known = {rule.code for rule in all_rules()}
         for suppression in suppressions.values():
-            if not suppression.reason:
-                codes = ", ".join(sorted(suppression.codes))
+            problem = _problem(suppression, known)
+            if problem:
                 kept.append(
                     Finding(
                         shown,
                         suppression.line,
                         suppression.col,
                         SUPPRESSION_WITHOUT_REASON,
-                        f"suppression of {codes} without a reason; write "
-                        f"'# oncely: allow {codes} -- why this is the one exception'",
+                        problem,
                     )
                 )
     return kept
+
+
+def _problem(suppression: _Suppression, known: set[str]) -> str:
+    """What is wrong with ``suppression`` ('' when nothing is), one fault at a time."""
+    if not suppression.codes:
+        return (
+            "suppression names no rule code; write "
+            "'# oncely: allow CODE -- why this is the one exception'"
+        )
+    unknown = sorted(suppression.codes - known)
+    if unknown:
+        return (
+            f"suppression of unknown code {', '.join(unknown)}; "
+            "'oncely lint --rules' lists the codes"
+        )
+    if not suppression.reason:
+        codes = ", ".join(sorted(suppression.codes))
+        return (
+            f"suppression of {codes} without a reason; write "
+            f"'# oncely: allow {codes} -- why this is the one exception'"
+        )
+    return ""
 
 
 def _module_name(shown: str) -> str:

@@ -50,6 +50,7 @@ def claim(values: Mapping[str, Any], reclaimed: Collection[int]) -> Claim:
         job=values["job"],
         payload=values["payload"],
         scheduled_for=values["scheduled_for"].astimezone(UTC),
+        run_after=values["run_after"].astimezone(UTC),
         attempt=values["attempts"],
         fence=values["fence"],
         owner=values["lease_owner"],

@@ -198,10 +198,14 @@ class Store(ABC):
         jobs: Collection[str],
         reclaim: Collection[str],
         serial: Collection[str],
+        due_by: datetime | None = None,
     ) -> list[Claim]:
-        """Claim up to ``limit`` occurrences to run now, each under a lease until ``now + lease``.
+        """Claim up to ``limit`` occurrences to run, each under a lease until ``now + lease``.
 
-        Qualify: occurrences of ``jobs`` that are pending or retrying with ``run_after <= now``,
+        Qualify: occurrences of ``jobs`` that are pending or retrying with ``run_after <= due_by``
+        (``now`` when None or earlier: a claim taken a moment ahead of the time its occurrences
+        come due, which the caller must not start before their ``Claim.run_after``; their
+        ``started_at`` is recorded as the later of ``now`` and ``run_after``),
         and occurrences of ``reclaim`` jobs that are running with an expired lease (a NULL lease
         counts as expired) -- their worker was lost. Never those of a paused or removed schedule.
         For ``serial`` jobs (overlap other than ``allow``) at most one occurrence per schedule runs

@@ -221,7 +221,6 @@ class PostgresStore(Store):
     def materialise_many(self, batch: Sequence[Materialisation], now: datetime) -> int:
         if not batch:
             return 0
-        new = 0
         with self._connect() as connection:
             locked = {
                 (row["tenant"], row["key"])
@@ -233,38 +232,54 @@ class PostgresStore(Store):
                     },
                 )
             }
-            for item in batch:
-                if (tenant_column(item.tenant), item.key) in locked:
-                    new += self._materialise_one(connection, item, now)
-        return new
-
-    def _materialise_one(self, connection: Connection, item: Materialisation, now: datetime) -> int:
-        stored_tenant = tenant_column(item.tenant)
-        advance = {
-            "tenant": stored_tenant,
-            "key": item.key,
-            "expected": item.expected_next_run_at,
-            "next_run_at": item.next_run_at,
-            "now": now,
-        }
-        row = connection.execute(self._sql["advance_schedule"], advance).fetchone()
-        if row is None or not item.planned:
-            return 0
-        schedule_id = row["id"]
-        planned = item.planned
-        if item.overlap != "allow":
-            counts = connection.execute(
-                self._sql["in_progress"], {"schedule_id": schedule_id}
-            ).fetchone()
-            assert counts is not None
-            planned = claiming.with_overlap(
-                planned, item.overlap, counts["waiting"], counts["running"]
+            mine = [item for item in batch if (tenant_column(item.tenant), item.key) in locked]
+            if not mine:
+                return 0
+            # Three pipelined round trips for the whole batch, not three per schedule: a
+            # thousand schedules due on one second took a worker most of that second.
+            advance = [
+                {
+                    "tenant": tenant_column(item.tenant),
+                    "key": item.key,
+                    "expected": item.expected_next_run_at,
+                    "next_run_at": item.next_run_at,
+                    "now": now,
+                }
+                for item in mine
+            ]
+            advanced = [
+                (item, row["id"])
+                for item, row in zip(mine, _each_row(connection, self._sql["advance_schedule"],
+                                                     advance), strict=True)
+                if row is not None and item.planned
+            ]  # fmt: skip
+            serial = [(item, sid) for item, sid in advanced if item.overlap != "allow"]
+            counts = dict(
+                zip(
+                    (sid for _, sid in serial),
+                    _each_row(
+                        connection,
+                        self._sql["in_progress"],
+                        [{"schedule_id": sid} for _, sid in serial],
+                    ),
+                    strict=True,
+                )
             )
-        rows = [occurrence_params(schedule_id, stored_tenant, p, now) for p in planned]
-        with connection.cursor() as cursor:
-            # one pipelined round trip for all rows; rowcount is the number inserted
-            cursor.executemany(self._sql["insert_occurrence"], rows)
-            return cursor.rowcount
+            rows = []
+            for item, schedule_id in advanced:
+                planned = item.planned
+                found = counts.get(schedule_id)
+                if found is not None:
+                    planned = claiming.with_overlap(
+                        planned, item.overlap, found["waiting"], found["running"]
+                    )
+                stored_tenant = tenant_column(item.tenant)
+                rows += [occurrence_params(schedule_id, stored_tenant, p, now) for p in planned]
+            if not rows:
+                return 0
+            with connection.cursor() as cursor:
+                cursor.executemany(self._sql["insert_occurrence"], rows)
+                return cursor.rowcount
 
     def add_occurrences(
         self,
@@ -332,15 +347,19 @@ class PostgresStore(Store):
         jobs: Collection[str],
         reclaim: Collection[str],
         serial: Collection[str],
+        due_by: datetime | None = None,
     ) -> list[Claim]:
         if limit <= 0 or not jobs:
             return []
+        due = now if due_by is None else max(due_by, now)
         free = sorted(set(jobs) - set(serial))
         serial_jobs = sorted(set(jobs) & set(serial))
         until = now + lease
         with self._connect() as connection:
             connection.execute(self._sql["prefer_ordered_scans"])
-            claims = self._claim_locked(connection, owner, until, limit, now, reclaim, serial_jobs)
+            claims = self._claim_locked(
+                connection, owner, until, limit, now, due, reclaim, serial_jobs
+            )
             if free and len(claims) < limit:
                 params = {
                     "jobs": free,
@@ -348,6 +367,7 @@ class PostgresStore(Store):
                     "owner": owner,
                     "until": until,
                     "now": now,
+                    "due_by": due,
                 }
                 rows = connection.execute(self._sql["claim_free"], params).fetchall()
                 claims += sorted(
@@ -363,13 +383,14 @@ class PostgresStore(Store):
         until: datetime,
         limit: int,
         now: datetime,
+        due: datetime,
         reclaim: Collection[str],
         serial_jobs: Collection[str],
     ) -> list[Claim]:
         """Claim expired leases to rerun and occurrences of serial jobs, schedules locked."""
         candidates = [
-            *self._candidates(connection, "claim_expired", reclaim, now, limit, True),
-            *self._candidates(connection, "claim_ready", serial_jobs, now, limit, False),
+            *self._candidates(connection, "claim_expired", reclaim, now, now, limit, True),
+            *self._candidates(connection, "claim_ready", serial_jobs, now, due, limit, False),
         ]
         if not candidates:
             return []
@@ -405,12 +426,13 @@ class PostgresStore(Store):
         name: str,
         jobs: Collection[str],
         now: datetime,
+        due: datetime,
         limit: int,
         reclaimed: bool,
     ) -> list[claiming.Candidate]:
         if not jobs:
             return []
-        params = {"now": now, "jobs": sorted(jobs), "limit": limit}
+        params = {"now": now, "due_by": due, "jobs": sorted(jobs), "limit": limit}
         return [
             claiming.Candidate(row["id"], row["schedule_id"], row["job"], reclaimed)
             for row in connection.execute(self._sql[name], params)
@@ -670,3 +692,18 @@ def _readable(fd: int) -> bool:
     poller = select.poll()
     poller.register(fd, select.POLLIN)
     return bool(poller.poll(0))
+
+
+def _each_row(
+    connection: Connection, query: str, params: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any] | None]:
+    """The first row (or None) of ``query`` run once per item of ``params``, pipelined."""
+    if not params:
+        return []
+    with connection.cursor() as cursor:
+        cursor.executemany(query, params, returning=True)
+        found = []
+        while True:
+            found.append(cursor.fetchone())
+            if not cursor.nextset():
+                return found

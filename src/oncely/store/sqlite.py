@@ -368,14 +368,16 @@ class SqliteStore(Store):
         jobs: Collection[str],
         reclaim: Collection[str],
         serial: Collection[str],
+        due_by: datetime | None = None,
     ) -> list[Claim]:
         if limit <= 0 or not jobs:
             return []
+        due = now if due_by is None else max(due_by, now)
         serial_jobs = set(jobs) & set(serial)
         with self._write() as connection:
             candidates = [
-                *self._candidates(connection, "claim_expired", reclaim, now, limit, True),
-                *self._candidates(connection, "claim_ready", serial_jobs, now, limit, False),
+                *self._candidates(connection, "claim_expired", reclaim, now, now, limit, True),
+                *self._candidates(connection, "claim_ready", serial_jobs, now, due, limit, False),
             ]
             busy: set[int] = set()
             if any(c.job in serial for c in candidates):
@@ -390,7 +392,7 @@ class SqliteStore(Store):
             if len(admitted) < limit:
                 free = set(jobs) - serial_jobs
                 admitted += self._candidates(
-                    connection, "claim_free", free, now, limit - len(admitted), False
+                    connection, "claim_free", free, now, due, limit - len(admitted), False
                 )
             if not admitted:
                 return []
@@ -420,12 +422,18 @@ class SqliteStore(Store):
         name: str,
         jobs: Collection[str],
         now: datetime,
+        due: datetime,
         limit: int,
         reclaimed: bool,
     ) -> list[claiming.Candidate]:
         if not jobs:
             return []
-        params = {"now": to_micros(now), "jobs": json.dumps(sorted(jobs)), "limit": limit}
+        params = {
+            "now": to_micros(now),
+            "due_by": to_micros(due),
+            "jobs": json.dumps(sorted(jobs)),
+            "limit": limit,
+        }
         return [
             claiming.Candidate(oid, sid, job, reclaimed)
             for oid, sid, job in connection.execute(self._sql[name], params)

@@ -52,8 +52,14 @@ _NOT_OURS_S = 5.0
 _LEAD_FACTOR = 1.5
 _LEAD_MIN = 0.02
 _LEAD_MAX = 2.0
-# At most this many claims wait for a handler slot in one process.
-_PREFETCH_MAX = 256
+# Claims waiting for a handler slot: about what the handlers get through in _HORIZON_S, at
+# least one per slot, at most _PREFETCH_MAX. More than twice that are given back for other
+# workers: a process that had claimed a burst of quick occurrences sat on the slow ones that
+# followed while an idle worker next to it had nothing to do.
+_HORIZON_S = 1.0
+_PREFETCH_MAX = 1024
+# Weight of the newest handler duration in the running average.
+_DURATION_WEIGHT = 0.2
 # Store users besides the handlers: the loop (claims, bookings, heartbeats) and housekeeping.
 _OWN_CONNECTIONS = 2
 
@@ -74,8 +80,11 @@ class _Shared:
     lock: threading.Lock = field(default_factory=threading.Lock)
     ready: deque[_Held] = field(default_factory=deque)
     running: dict[int, _Held] = field(default_factory=dict)
+    started_at: dict[int, float] = field(default_factory=dict)
     finished: list[Finished] = field(default_factory=list)
     threads: int = 0
+    # Running average of how long one handler takes, in seconds (None: none finished yet).
+    duration: float | None = None
 
 
 class Worker:
@@ -121,6 +130,8 @@ class Worker:
         self._http_address = http
         self._server: HttpServer | None = None
         self._shared = _Shared()
+        # Claims taken just ahead of their time, started by the loop when it comes.
+        self._early: list[_Held] = []
         self._unbooked: list[Finished] = []
         self._wake = _Wake()
         self._stopping = False
@@ -249,6 +260,8 @@ class Worker:
     def _cycle(self, *, draining: bool) -> float:
         """One turn of the loop; returns how many seconds it may sleep."""
         started = time.monotonic()
+        # First, before any round trip: what was claimed ahead starts on time.
+        self._start_early()
         try:
             self._ensure_watch()
             booked = self._book()
@@ -268,11 +281,13 @@ class Worker:
         """Materialise when something came due or changed, then claim and hand out claims.
 
         Materialising starts ``_lead`` seconds before the next due time (the time the last
-        materialise took, measured) and writes what comes due by then: at the due time itself
-        only the claim is left to do. Without it, a thousand schedules due on the same second
-        ran only once all thousand rows were written, a second late.
+        materialise and claim took, measured), writes what comes due by then and claims it
+        ahead: at the due time itself the loop only hands the claims to the handlers. Without
+        it, a thousand schedules due on the same second ran only once all thousand rows were
+        written, a second late; with rows but no claims ready, the last ones started 100 ms
+        late, after rounds of claims.
         """
-        now = self.clock()
+        now, started = self.clock(), time.monotonic()
         early = self._due_at is not None and now >= self._due_at - timedelta(seconds=self._lead)
         prepare = (
             self._changed
@@ -281,6 +296,7 @@ class Worker:
             or (early and self._ahead_to != self._due_at)
             or time.monotonic() - self._prepared_at >= self.wake_cap
         )
+        ahead_to = None
         if prepare:
             self._changed = False
             # Only the next due time, and only in the lead before it: a plan "ahead" to a time
@@ -289,18 +305,22 @@ class Worker:
             ahead_to = (
                 self._due_at if early and self._due_at is not None and self._due_at > now else None
             )
-            started = time.monotonic()
             self.engine.prepare(TickReport(), ahead_to=ahead_to)
             self._prepared_at = time.monotonic()
-            took = self._prepared_at - started
-            self._lead = min(max(_LEAD_FACTOR * took, _LEAD_MIN), _LEAD_MAX)
             self._ahead_to = ahead_to
-            self.metrics.reclaimed(self.housekeeping.maybe_sweep(self.engine, now))
+        self._pace()
         if prepare or booked or self._more_waiting:
-            self._claim()
+            self._claim(ahead_to)
+        if ahead_to is not None:
+            # The lead covers writing the rows and claiming them, so both are done by the due
+            # time. Measured on these runs only: a prepare at the due time finds the rows
+            # written, and learning from it shrank the lead until the next ones came late.
+            took = time.monotonic() - started
+            self._lead = min(max(_LEAD_FACTOR * took, _LEAD_MIN), _LEAD_MAX)
         if prepare:
+            self.metrics.reclaimed(self.housekeeping.maybe_sweep(self.engine, now))
             self._due_at = self._next_due(now)
-        self._dispatch()
+        self._start_early()
 
     def _next_due(self, now: datetime) -> datetime:
         due = self.store.next_due_at(self.engine.jobs)
@@ -319,6 +339,8 @@ class Worker:
             if self._due_at is not None:
                 lead = 0.0 if self._ahead_to == self._due_at else self._lead
                 delays.append((self._due_at - now).total_seconds() - lead)
+            if self._early:
+                delays.append((self._early[0].claim.run_after - now).total_seconds())
         beat = self._next_heartbeat()
         if beat is not None:
             delays.append((beat - now).total_seconds())
@@ -335,29 +357,78 @@ class Worker:
         """Claims to take now: one per handler slot, and ``_prefetch`` more waiting for one."""
         with self._shared.lock:
             held = len(self._shared.ready) + len(self._shared.running)
-        return self.concurrency + self._prefetch - held
+        return self.concurrency + self._prefetch - held - len(self._early)
 
-    def _claim(self) -> None:
-        with self._shared.lock:
-            waiting = len(self._shared.ready)
-        # Quick handlers emptied the queue since the last full claim: take more per claim (a
-        # thousand occurrences due at once took sixty claims of sixteen). Slow ones left half of
-        # it: take fewer, so one worker does not sit on occurrences an idle one could run.
-        if self._more_waiting and waiting == 0:
-            self._prefetch = min(self._prefetch * 2, _PREFETCH_MAX)
-        elif waiting > self._prefetch // 2:
-            self._prefetch = max(self._prefetch // 2, self.concurrency)
+    def _claim(self, ahead_to: datetime | None) -> None:
+        """Claim what is due now, or by ``ahead_to``: those wait in ``_early`` for their time."""
         capacity = self._capacity()
         if capacity <= 0:
             self._more_waiting = True
             return
-        claims = self.engine.claim(capacity)
+        claims = self.engine.claim(capacity, due_by=ahead_to)
         self._more_waiting = len(claims) == capacity
         reclaimed = sum(1 for claim in claims if claim.reclaimed)
         if reclaimed:
             self.metrics.reclaimed(reclaimed)
+        now = self.clock()
+        ready = [_Held(c, self.engine.jobs[c.job]) for c in claims if c.run_after <= now]
+        early = [_Held(c, self.engine.jobs[c.job]) for c in claims if c.run_after > now]
+        if early:
+            self._early = sorted([*self._early, *early], key=lambda h: h.claim.run_after)
         with self._shared.lock:
-            self._shared.ready.extend(_Held(c, self.engine.jobs[c.job]) for c in claims)
+            self._shared.ready.extend(ready)
+
+    def _pace(self) -> None:
+        """Size ``_prefetch`` by how fast handlers finish; give back what is over twice it.
+
+        Quick handlers get a long queue (a thousand occurrences due at once took sixty claims of
+        sixteen); slow ones a short one, so one worker does not sit on occurrences an idle one
+        could run. Until a handler in every slot finishes, the shortest of them so far bounds
+        the duration: a slow job is seen as slow while it runs, not only once it is done.
+        """
+        shared = self._shared
+        with shared.lock:
+            duration = shared.duration
+            if len(shared.running) >= self.concurrency:
+                quickest = time.monotonic() - max(shared.started_at.values())
+                duration = max(duration or 0.0, quickest)
+            waiting = len(shared.ready)
+        if duration is None:
+            self._prefetch = self.concurrency
+        else:
+            per_horizon = self.concurrency * _HORIZON_S / max(duration, 1e-6)
+            self._prefetch = int(min(max(per_horizon, self.concurrency), _PREFETCH_MAX))
+        if waiting > 2 * self._prefetch:
+            self._give_back(waiting - self._prefetch)
+
+    def _give_back(self, count: int) -> None:
+        """Release the ``count`` claims last in the queue, for any worker to take."""
+        with self._shared.lock:
+            spare = [self._shared.ready.pop() for _ in range(min(count, len(self._shared.ready)))]
+        if not spare:
+            return
+        try:
+            released = self.store.release([held.claim for held in spare], self.clock())
+        except OncelyError:
+            # Not given back: still ours, to run, not to lose until their leases expire.
+            with self._shared.lock:
+                self._shared.ready.extend(reversed(spare))
+            raise
+        self.metrics.outcome("*", "released", released)
+        log.debug("oncely: gave back %d claimed occurrence(s) for other workers", released)
+
+    def _start_early(self) -> None:
+        """Hand the claims whose time has come to the handlers, and start handler threads."""
+        if self._early:
+            now = self.clock()
+            due = 0
+            while due < len(self._early) and self._early[due].claim.run_after <= now:
+                due += 1
+            if due:
+                with self._shared.lock:
+                    self._shared.ready.extend(self._early[:due])
+                del self._early[:due]
+        self._dispatch()
 
     def _dispatch(self) -> None:
         shared = self._shared
@@ -378,13 +449,22 @@ class Worker:
                     if not shared.ready:
                         break
                     held = shared.ready.popleft()
+                    began = time.monotonic()
                     shared.running[held.claim.occurrence_id] = held
+                    shared.started_at[held.claim.occurrence_id] = began
                     self.metrics.in_flight(len(shared.running))
                 try:
                     finished = self._run_one(held)
                 finally:
+                    took = time.monotonic() - began
                     with shared.lock:
                         del shared.running[held.claim.occurrence_id]
+                        del shared.started_at[held.claim.occurrence_id]
+                        shared.duration = (
+                            took
+                            if shared.duration is None
+                            else shared.duration + _DURATION_WEIGHT * (took - shared.duration)
+                        )
                         self.metrics.in_flight(len(shared.running))
                         if finished is not None:
                             shared.finished.append(finished)
@@ -441,7 +521,7 @@ class Worker:
 
     def _held(self) -> list[_Held]:
         with self._shared.lock:
-            return [*self._shared.running.values(), *self._shared.ready]
+            return [*self._shared.running.values(), *self._shared.ready, *self._early]
 
     def _next_heartbeat(self) -> datetime | None:
         held = self._held()
@@ -474,6 +554,8 @@ class Worker:
             )
             if held.run is not None:
                 held.run.mark_lease_lost()
+            if held in self._early:
+                self._early.remove(held)
             with self._shared.lock:
                 if held in self._shared.ready:
                     self._shared.ready.remove(held)
@@ -492,8 +574,9 @@ class Worker:
 
     def _release_waiting(self) -> None:
         with self._shared.lock:
-            waiting = [held.claim for held in self._shared.ready]
+            waiting = [held.claim for held in [*self._shared.ready, *self._early]]
             self._shared.ready.clear()
+        self._early.clear()
         if not waiting:
             return
         try:

@@ -1,4 +1,4 @@
-"""ONC000: a suppression comment without a written reason (reported by the engine)."""
+"""ONC000: a suppression comment without a written reason or a known code (engine-reported)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,10 @@ from oncely.lint.rules.base import Rule
 
 class SuppressionWithoutReason(Rule):
     """## What it does
-    Finds ``# oncely: allow CODE`` comments that give no reason after ``--``.
+    Finds ``# oncely: allow CODE`` comments that give no reason after ``--``, name no code, or
+    name a code no rule has. Codes are separated by commas or spaces, in either case; an en or
+    em dash may stand for ``--``. A reason needs a letter or a digit, and ends where another
+    comment (``# type: ignore``) begins.
 
     ## Why is this bad?
     A suppression is a claim that this line is the one justified exception. Without the reason

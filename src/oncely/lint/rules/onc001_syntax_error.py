@@ -1,4 +1,4 @@
-"""ONC001: a file that does not parse (reported by the engine; the run goes on)."""
+"""ONC001: a file Python would not read or parse (reported by the engine; the run goes on)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,10 @@ from oncely.lint.rules.base import Rule
 
 class SyntaxErrorInFile(Rule):
     """## What it does
-    Reports a Python file that does not parse, at the place the parser stopped.
+    Reports a Python file that Python would refuse, at the place it stopped: a syntax error,
+    bytes that are not in the file's encoding (UTF-8 unless a coding cookie says otherwise), a
+    null byte, or nesting too deep for the parser. Errors only the compiler raises, such as
+    ``return`` outside a function, are not this rule's: the file parses and every rule checks it.
 
     ## Why is this bad?
     No rule can check a file that does not parse: every other rule is silent on it. Saying so

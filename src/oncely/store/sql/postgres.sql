@@ -201,22 +201,24 @@ FOR UPDATE OF o SKIP LOCKED;
 
 -- name: claim_ready
 -- Occurrences of serial jobs (overlap other than "allow") waiting to run or to retry whose time
--- has come, oldest first. The caller then locks their schedules and admits one per schedule.
+-- comes by due_by (now, or the worker's next wake-up just ahead), oldest first. The caller then
+-- locks their schedules and admits one per schedule.
 SELECT o.id, o.schedule_id, s.job
 FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
-WHERE o.status IN ('pending', 'retrying') AND o.run_after <= %(now)s
+WHERE o.status IN ('pending', 'retrying') AND o.run_after <= %(due_by)s
   AND s.job = ANY(%(jobs)s::text[]) AND NOT s.paused AND s.status <> 'removed'
 ORDER BY o.run_after, o.id
 LIMIT %(limit)s
 FOR UPDATE OF o SKIP LOCKED;
 
 -- name: claim_free
--- Occurrences of jobs that allow overlap, claimed in one statement: picked oldest first (SKIP
--- LOCKED: two claimers never take the same row), started under the lease, returned.
+-- Occurrences of jobs that allow overlap due by due_by, claimed in one statement: picked oldest
+-- first (SKIP LOCKED: two claimers never take the same row), started under the lease, returned.
+-- A claim taken ahead records its start at run_after, when the worker starts it.
 WITH picked AS (
     SELECT o.id
     FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
-    WHERE o.status IN ('pending', 'retrying') AND o.run_after <= %(now)s
+    WHERE o.status IN ('pending', 'retrying') AND o.run_after <= %(due_by)s
       AND s.job = ANY(%(jobs)s::text[]) AND NOT s.paused AND s.status <> 'removed'
     ORDER BY o.run_after, o.id
     LIMIT %(limit)s
@@ -224,12 +226,13 @@ WITH picked AS (
 )
 UPDATE oncely_occurrences o
 SET status = 'running', attempts = o.attempts + 1, lease_owner = %(owner)s,
-    lease_expires_at = %(until)s, fence = nextval('oncely_fences'), started_at = %(now)s,
+    lease_expires_at = %(until)s, fence = nextval('oncely_fences'),
+    started_at = GREATEST(%(now)s::timestamptz, o.run_after),
     finished_at = NULL, worker = %(owner)s
 FROM picked, oncely_schedules s
 WHERE o.id = picked.id AND s.id = o.schedule_id
-RETURNING o.id, o.schedule_id, o.tenant, s.key, s.job, s.payload, o.scheduled_for, o.attempts,
-    o.fence, o.lease_owner, o.lease_expires_at, o.origin, s.consecutive_failures;
+RETURNING o.id, o.schedule_id, o.tenant, s.key, s.job, s.payload, o.scheduled_for, o.run_after,
+    o.attempts, o.fence, o.lease_owner, o.lease_expires_at, o.origin, s.consecutive_failures;
 
 -- name: lock_schedules
 -- Locked in id order, so two claimers of overlapping schedules cannot deadlock. Of two claimers
@@ -249,14 +252,15 @@ SELECT nextval('oncely_fences') AS fence FROM generate_series(1, %(count)s);
 -- One statement for the whole batch.
 UPDATE oncely_occurrences o
 SET status = 'running', attempts = o.attempts + 1, lease_owner = %(owner)s,
-    lease_expires_at = %(until)s, fence = v.fence, started_at = %(now)s, finished_at = NULL,
+    lease_expires_at = %(until)s, fence = v.fence,
+    started_at = GREATEST(%(now)s::timestamptz, o.run_after), finished_at = NULL,
     worker = %(owner)s
 FROM unnest(%(ids)s::bigint[], %(fences)s::bigint[]) AS v(id, fence)
 WHERE o.id = v.id;
 
 -- name: select_claimed
-SELECT o.id, o.schedule_id, o.tenant, s.key, s.job, s.payload, o.scheduled_for, o.attempts,
-    o.fence, o.lease_owner, o.lease_expires_at, o.origin, s.consecutive_failures
+SELECT o.id, o.schedule_id, o.tenant, s.key, s.job, s.payload, o.scheduled_for, o.run_after,
+    o.attempts, o.fence, o.lease_owner, o.lease_expires_at, o.origin, s.consecutive_failures
 FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.id = ANY(%(ids)s::bigint[])
 ORDER BY o.run_after, o.id;

@@ -199,7 +199,7 @@ LIMIT :limit;
 -- has come, oldest first. The caller admits one per schedule.
 SELECT o.id, o.schedule_id, s.job
 FROM oncely_occurrences o CROSS JOIN oncely_schedules s ON s.id = o.schedule_id
-WHERE o.status IN ('pending', 'retrying') AND o.run_after <= :now
+WHERE o.status IN ('pending', 'retrying') AND o.run_after <= :due_by
   AND s.job IN (SELECT value FROM json_each(:jobs)) AND s.paused = 0 AND s.status <> 'removed'
 ORDER BY o.run_after, o.id
 LIMIT :limit;
@@ -210,7 +210,7 @@ LIMIT :limit;
 -- one serial schedule (admitted one at a time) never hides other jobs' due occurrences.
 SELECT o.id, o.schedule_id, s.job
 FROM oncely_occurrences o CROSS JOIN oncely_schedules s ON s.id = o.schedule_id
-WHERE o.status IN ('pending', 'retrying') AND o.run_after <= :now
+WHERE o.status IN ('pending', 'retrying') AND o.run_after <= :due_by
   AND s.job IN (SELECT value FROM json_each(:jobs)) AND s.paused = 0 AND s.status <> 'removed'
 ORDER BY o.run_after, o.id
 LIMIT :limit;
@@ -235,13 +235,13 @@ UPDATE oncely_fences SET value = value + :count WHERE id = 1 RETURNING value AS 
 -- name: start_attempts
 UPDATE oncely_occurrences
 SET status = 'running', attempts = attempts + 1, lease_owner = :owner,
-    lease_expires_at = :until, fence = :fence, started_at = :now, finished_at = NULL,
+    lease_expires_at = :until, fence = :fence, started_at = MAX(:now, run_after), finished_at = NULL,
     worker = :owner
 WHERE id = :id;
 
 -- name: select_claimed
-SELECT o.id, o.schedule_id, o.tenant, s.key, s.job, s.payload, o.scheduled_for, o.attempts,
-    o.fence, o.lease_owner, o.lease_expires_at, o.origin, s.consecutive_failures
+SELECT o.id, o.schedule_id, o.tenant, s.key, s.job, s.payload, o.scheduled_for, o.run_after,
+    o.attempts, o.fence, o.lease_owner, o.lease_expires_at, o.origin, s.consecutive_failures
 FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.id IN (SELECT value FROM json_each(:ids))
 ORDER BY o.run_after, o.id;
