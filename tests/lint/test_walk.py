@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from oncely.lint import LintConfig, lint_source
-from oncely.lint.rules import Context, Rule
+from oncely.lint.rules import Context, Rule, all_rules
 
 PLAIN = """\
 import os
@@ -122,3 +122,22 @@ def test_a_rule_is_not_shown_a_file_without_its_triggers(tmp_path: Path) -> None
     assert rule.seen == ["needle", "b"]
     lint_source(tmp_path / "m.py", "c = 'café'\n", config, [rule])  # not ASCII: shown
     assert rule.seen == ["needle", "b", "c"]
+
+
+@pytest.mark.parametrize("rule", all_rules(), ids=lambda rule: rule.code)
+def test_a_rule_is_inert_exactly_when_its_documentation_says_so(rule: type[Rule]) -> None:
+    """A rule that needs options and has none can fire nowhere, so the walk skips it."""
+    assert rule().inert is ("inert" in (rule.__doc__ or "").lower())
+    assert rule(rule.example_options).inert is False
+
+
+class _Inert(_Recorder):
+    @property
+    def inert(self) -> bool:
+        return True
+
+
+def test_an_inert_rule_is_not_walked(tmp_path: Path) -> None:
+    rule = _Inert()
+    lint_source(tmp_path / "m.py", "a = b\n", LintConfig(root=tmp_path), [rule])
+    assert rule.seen == []

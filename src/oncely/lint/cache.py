@@ -13,8 +13,9 @@ whose stat still equals them is taken to hold the bytes it held then and is not 
 git's index does; any other file is read and its sha256 compared. A file changed within the
 same tick of the file system's clock as it was read can keep its stat (the "racily clean"
 problem): so a stat is only recorded when the file's mtime is older than the file system's
-time just before the file was read; a later write then moves the mtime. A file changed since
-is simply read again.
+time just before the file was read (the mtime of a file created then beside the cache: the
+linted files are taken to share that clock, as git takes a work tree to share its index's); a
+later write then moves the mtime. A file changed since is simply read again.
 
 A cache is a speed-up, never a source of truth: a missing, unreadable or foreign document is an
 empty cache, and one that cannot be written costs the next run its speed, not its findings.

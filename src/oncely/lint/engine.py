@@ -360,7 +360,8 @@ def lint_source(
 @dataclass(frozen=True)
 class _Walk:
     """A run's rules as the walk meets them: ``visit_<NodeType>`` methods by node class, in the
-    order of the rules, and the `Rule.triggers` of the rules that have some."""
+    order of the rules (an inert one has none), and the `Rule.triggers` of the rules that have
+    some."""
 
     dispatch: Dispatch
     triggers: dict[str, tuple[str, ...]]
@@ -369,6 +370,8 @@ class _Walk:
     def of(cls, rules: Sequence[Rule]) -> _Walk:
         dispatch: Dispatch = {}
         for rule in rules:
+            if rule.inert:
+                continue
             for name in dir(rule):
                 if not name.startswith("visit_"):
                     continue

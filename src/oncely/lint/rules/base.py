@@ -88,6 +88,12 @@ class Rule:
         checks them here and raises `ConfigurationError` naming the key and the fix."""
         self.options: Mapping[str, Any] = options or {}
 
+    @property
+    def inert(self) -> bool:
+        """Whether the rule, as configured, can fire nowhere: the walk then skips it. True for
+        a rule that needs options (its docstring says it is inert without them) and has none."""
+        return False
+
     def report(self, context: Context, node: ast.AST, detail: str = "") -> None:
         message = f"{self.message}{': ' + detail if detail else ''}"
         context.findings.append(

@@ -250,6 +250,10 @@ class DeclarationOutsideItsFiles(Rule):
         super().__init__(options)
         self._kinds = _kinds(self.options)
 
+    @property
+    def inert(self) -> bool:
+        return not self._kinds
+
     def visit_ClassDef(self, node: ast.ClassDef, context: Context) -> None:
         kinds = [kind for kind in self._kinds if not kind.allows(context.path)]
         if not kinds:

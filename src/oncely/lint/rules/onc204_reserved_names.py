@@ -96,6 +96,10 @@ class ReservedNameOutsideVocabulary(Rule):
         super().__init__(options)
         self._names, self._vocabulary = _checked(self.options)
 
+    @property
+    def inert(self) -> bool:
+        return not self._names
+
     def visit_ClassDef(self, node: ast.ClassDef, context: Context) -> None:
         if not self._names or context.path == self._vocabulary:
             return
