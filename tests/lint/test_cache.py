@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import ast
+import builtins
 import json
+import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,7 +18,7 @@ from oncely.cli import main
 from oncely.lint import Finding, LintConfig, lint_files, read_config
 from oncely.lint import cache as lint_cache
 from oncely.lint.cache import CACHE_DIR, LintCache
-from oncely.lint.engine import enabled_rules
+from oncely.lint.engine import enabled_codes
 
 FILES = {
     "a.py": "x = 1  # oncely: allow ONC101\n",
@@ -46,9 +49,28 @@ def parsed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return calls
 
 
+@pytest.fixture
+def read(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the files the cache opens to read, in order (its own document aside)."""
+    calls: list[str] = []
+    real: Callable[..., Any] = builtins.open
+
+    def counting(file: Any, *args: Any, **kwargs: Any) -> Any:
+        if str(file).endswith(".py"):
+            calls.append(Path(str(file)).name)
+        return real(file, *args, **kwargs)
+
+    monkeypatch.setattr(lint_cache, "open", counting, raising=False)
+    return calls
+
+
+def _set_mtime(path: Path, ns: int) -> None:
+    os.utime(path, ns=(ns, ns))
+
+
 def _run(root: Path, config: LintConfig | None = None) -> list[Finding]:
     config = config or read_config(root / "pyproject.toml")
-    return lint_files([root], config, cache=LintCache(config, enabled_rules(config)))
+    return lint_files([root], config, cache=LintCache(config, enabled_codes(config)))
 
 
 def test_a_second_run_parses_nothing_and_finds_the_same(tmp_path: Path, parsed: list[str]) -> None:
@@ -94,13 +116,14 @@ def test_a_changed_configuration_parses_everything_again(
     assert sorted(parsed) == ["a.py", "b.py", "c.py"]
 
 
-def test_another_oncely_version_parses_everything_again(
-    tmp_path: Path, parsed: list[str], monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("changed", ["_lint_code_digest", "_python_version"])
+def test_other_lint_code_or_another_python_parses_everything_again(
+    tmp_path: Path, parsed: list[str], monkeypatch: pytest.MonkeyPatch, changed: str
 ) -> None:
     root = _project(tmp_path)
     _run(root)
     parsed.clear()
-    monkeypatch.setattr(lint_cache, "oncely_version", lambda: "99.0")
+    monkeypatch.setattr(lint_cache, changed, lambda: "another")
     _run(root)
     assert sorted(parsed) == ["a.py", "b.py", "c.py"]
 
@@ -113,7 +136,7 @@ def test_findings_come_back_under_the_path_of_this_run(
     parsed.clear()
     monkeypatch.chdir(root / "pkg")
     config = read_config(root / "pyproject.toml")
-    findings = lint_files([Path("b.py")], config, cache=LintCache(config, enabled_rules(config)))
+    findings = lint_files([Path("b.py")], config, cache=LintCache(config, enabled_codes(config)))
     assert parsed == []
     assert [(f.path, f.code) for f in findings] == [("b.py", "ONC001")]
 
@@ -122,14 +145,15 @@ def test_a_damaged_cache_is_an_empty_one(tmp_path: Path, parsed: list[str]) -> N
     root = _project(tmp_path)
     first = _run(root)
     document = root / CACHE_DIR / "findings.json"
-    for damage in ("{not json", '{"format": 1, "entries": []}', json.dumps({"format": 0})):
+    damages = ["{not json", json.dumps({"format": lint_cache._FORMAT, "entries": []})]
+    for damage in [*damages, json.dumps({"format": lint_cache._FORMAT - 1})]:
         document.write_text(damage)
         parsed.clear()
         assert _run(root) == first
         assert sorted(parsed) == ["a.py", "b.py", "c.py"]
     entries = json.loads(document.read_text())["entries"]
     entries["a.py"]["findings"] = [["one", 2]]
-    document.write_text(json.dumps({"format": 1, "entries": entries}))
+    document.write_text(json.dumps({"format": lint_cache._FORMAT, "entries": entries}))
     parsed.clear()
     assert _run(root) == first
     assert parsed == ["a.py"]
@@ -164,3 +188,70 @@ def test_a_cache_that_cannot_be_written_costs_only_speed(tmp_path: Path) -> None
     first = _run(root)
     assert [f.code for f in first] == ["ONC000", "ONC001"]
     assert _run(root) == first
+
+
+def test_a_file_whose_size_mtime_and_inode_are_unchanged_is_not_read(
+    tmp_path: Path, parsed: list[str], read: list[str]
+) -> None:
+    root = _project(tmp_path)
+    past = time.time_ns() - 100 * 10**9
+    for name in FILES:
+        _set_mtime(root / name, past)
+    first = _run(root)
+    assert sorted(read) == ["a.py", "b.py", "c.py"]
+    assert [p.name for p in (root / CACHE_DIR).iterdir()] == ["findings.json"]
+    read.clear()
+    parsed.clear()
+    assert _run(root) == first
+    assert (read, parsed) == ([], [])
+    # Like git, a rewrite that keeps size, mtime and inode goes unseen: not even opened.
+    (root / "pkg" / "c.py").write_text("y = (\n")
+    _set_mtime(root / "pkg" / "c.py", past)
+    assert _run(root) == first
+    assert (read, parsed) == ([], [])
+    # Touched: read again, and parsed because its bytes changed.
+    _set_mtime(root / "pkg" / "c.py", past + 10**9)
+    assert [(f.path, f.code) for f in _run(root)][-1] == ("pkg/c.py", "ONC001")
+    assert (read, parsed) == (["c.py"], ["c.py"])
+
+
+def test_a_touched_file_is_read_once_and_not_parsed(
+    tmp_path: Path, parsed: list[str], read: list[str]
+) -> None:
+    root = _project(tmp_path)
+    past = time.time_ns() - 100 * 10**9
+    for name in FILES:
+        _set_mtime(root / name, past)
+    first = _run(root)
+    read.clear()
+    parsed.clear()
+    _set_mtime(root / "a.py", past + 10**9)
+    assert _run(root) == first
+    assert (read, parsed) == (["a.py"], [])
+    read.clear()
+    assert _run(root) == first
+    assert (read, parsed) == ([], [])
+
+
+def test_a_file_no_older_than_the_run_that_read_it_is_read_every_time(
+    tmp_path: Path, parsed: list[str], read: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Racily clean: a write made in the tick of the file system's clock in which the run
+    read the file keeps its mtime, so a stat from that tick (or later) is never trusted."""
+    root = _project(tmp_path)
+    clock = time.time_ns() - 100 * 10**9
+    monkeypatch.setattr(lint_cache, "_file_system_time", lambda folder: clock)
+    for name in FILES:
+        _set_mtime(root / name, clock - 1)
+    racy = root / "pkg" / "c.py"
+    _set_mtime(racy, clock)
+    _run(root)
+    entries = json.loads((root / CACHE_DIR / "findings.json").read_text())["entries"]
+    assert [entries[name]["stat"] is None for name in FILES] == [False, False, True]
+    read.clear()
+    parsed.clear()
+    assert [f.path for f in _run(root)] == ["a.py", "pkg/b.py"]
+    assert (read, parsed) == (["c.py"], [])
+    racy.write_text("y = (\n")  # the same size, in place: the same inode
+    _set_mtime(racy, clock)
+    assert [(f.path, f.code) for f in _run(root)][-1] == ("pkg/c.py", "ONC001")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import re
@@ -15,10 +16,9 @@ from click.testing import CliRunner
 from oncely.cli import main
 from oncely.errors import ConfigurationError
 from oncely.lint import LintConfig, all_rules, lint_files, read_config
-from oncely.lint import engine as lint_engine
 from oncely.lint.engine import PARALLEL_MIN_FILES, enabled_rules
 from oncely.lint.reporters import rule_reference
-from oncely.lint.rules import RULE_MODULE
+from oncely.lint.rules import RULE_MODULE, rule_codes
 
 RULES_DIR = Path(__file__).resolve().parents[2] / "src" / "oncely" / "lint" / "rules"
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "lint.md"
@@ -39,6 +39,7 @@ def test_every_rule_file_holds_one_documented_rule_whose_code_matches_its_name()
     assert all(RULE_MODULE.fullmatch(m) for m in modules), modules
     rules = all_rules()
     assert [r.code.lower() for r in rules] == [m.split("_")[0] for m in modules]
+    assert rule_codes() == tuple(r.code for r in rules)
     assert len({r.code for r in rules}) == len(rules)
     for rule in rules:
         doc = rule.__doc__ or ""
@@ -137,7 +138,7 @@ def test_a_parallel_run_finds_what_a_serial_one_does_in_the_same_order(
             pools.append(max_workers)
             super().__init__(max_workers, **kwargs)
 
-    monkeypatch.setattr(lint_engine, "ProcessPoolExecutor", CountingPool)
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", CountingPool)
     serial = lint_files([root], config, jobs=1)
     assert pools == []
     parallel = lint_files([root], config, jobs=2)
@@ -148,7 +149,7 @@ def test_a_parallel_run_finds_what_a_serial_one_does_in_the_same_order(
 
 def test_a_small_run_stays_in_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = _project(tmp_path, **{f"m{i}_py": "x = 1\n" for i in range(PARALLEL_MIN_FILES)})
-    monkeypatch.setattr(lint_engine, "ProcessPoolExecutor", None)
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", None)
     assert lint_files([root], read_config(root / "pyproject.toml"), jobs=2) == []
 
 

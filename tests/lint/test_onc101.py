@@ -475,3 +475,39 @@ def test_oncely_has_exactly_one_loop_that_waits_on_time_the_workers() -> None:
     unallowed = LintConfig(root=configured.root)
     found = lint_files([ROOT / "src"], unallowed, ["ONC101"])
     assert [(f.path, f.code) for f in found] == [("src/oncely/worker/loop.py", "ONC101")]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import time\nwhile True:\n    work()\n    time.sleep(1)\n",
+        "from time import sleep as pause\nwhile True:\n    work()\n    pause(1)\n",
+        "import trio\nwhile True:\n    work()\n    trio.sleep_until(t)\n",
+        "while True:\n    work()\n    stop.wait(5)\n",
+        "import asyncio\nasync def f(stop):\n    while True:\n        work()\n"
+        "        await asyncio.wait_for(stop.wait(), 5)\n",
+        "import threading\ndef beat():\n    threading.Timer(5, beat).start()\n",
+        "from threading import Timer as T\ndef beat():\n    T(5, beat).start()\n",
+        "def tick(loop):\n    loop.call_later(5, tick, loop)\n",
+        "def tock(loop):\n    loop.call_at(loop.time() + 5, tock, loop)\n",
+        # Not ASCII: the parser reads the full-width name as time.sleep, a trigger it lacks.
+        "import time\nwhile True:\n    work()\n    time.\uff53\uff4c\uff45\uff45\uff50(1)\n",
+    ],
+    ids=[
+        "sleep",
+        "sleep-imported-as",
+        "sleep_until",
+        "wait",
+        "wait_for",
+        "Timer",
+        "Timer-imported-as",
+        "call_later",
+        "call_at",
+        "full-width-sleep",
+    ],
+)
+def test_a_file_with_one_trigger_is_checked(source: str, tmp_path: Path) -> None:
+    """The rule skips files without its triggers: each way it fires keeps one in the text."""
+    present = [t for t in RecurringTimerLoop.triggers if t in source]
+    assert len(present) <= 1 or present == ["wait"]  # each case stands on one trigger
+    assert len(_findings(source, tmp_path)) == 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import datetime, timedelta
 
 import pytest
@@ -69,3 +71,30 @@ def test_locks_and_the_test_clock_are_reachable_as_designed() -> None:
     assert clock.advance(minutes=5) - before == timedelta(minutes=5)
     with pytest.raises(oncely.NaiveDatetime):
         oncely.testing.Clock(datetime(2026, 1, 1))
+
+
+def _fresh_python(script: str) -> str:
+    """What ``script`` prints, run by a new interpreter (whose sys.modules nothing shares)."""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    return done.stdout.strip()
+
+
+def test_importing_oncely_loads_its_names_only_when_first_used() -> None:
+    script = """\
+import sys
+import oncely
+heavy = ("oncely.app", "oncely.engine", "oncely.store", "oncely.locks", "psycopg", "redis")
+print(sorted(name for name in heavy if name in sys.modules))
+from oncely import App, every, locks
+import oncely.app, oncely.locks, oncely.recurrence
+print(App is oncely.app.App, every is oncely.recurrence.every, locks is oncely.locks)
+print(sorted(set(oncely.__all__) - set(dir(oncely))))
+"""
+    assert _fresh_python(script).splitlines() == ["[]", "True True True", "[]"]
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="has no attribute 'Nonexistent'"):
+        _ = oncely.Nonexistent  # type: ignore[attr-defined]

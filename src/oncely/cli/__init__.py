@@ -1,48 +1,67 @@
-"""The `oncely` command."""
+"""The `oncely` command: `main`, the click group (in ``oncely.cli.group``), imported on first use.
+
+The console script enters through `console`. ``oncely lint [PATH]...`` with no option, the run
+that editors and pre-commit hooks repeat, goes straight to ``oncely.lint.command.run`` with the
+command's defaults: importing click is a third of a run whose files are all cached. Any other
+command line, and any usage or configuration error, goes through `main`.
+"""
 
 from __future__ import annotations
 
-import click
+import os
+import sys
+from typing import TYPE_CHECKING, NoReturn
 
-from oncely.cli.backfill import backfill
-from oncely.cli.control import pause, resume, trigger
-from oncely.cli.explain import explain
-from oncely.cli.group import EXIT_CODES, CommandGroup
-from oncely.cli.history import history
-from oncely.cli.jobs import jobs
-from oncely.cli.lint import lint
-from oncely.cli.migrate import migrate
-from oncely.cli.preview import preview
-from oncely.cli.run import run
+if TYPE_CHECKING:
+    from oncely.cli.group import main
 
 
-@click.group(
-    cls=CommandGroup,
-    context_settings={"help_option_names": ["-h", "--help"]},
-    epilog=EXIT_CODES,
-)
-@click.version_option(package_name="oncely")
-def main() -> None:
-    """oncely: every scheduled job once per occurrence, however many copies are running.
+def console() -> NoReturn:
+    """The `oncely` console script."""
+    arguments = sys.argv[1:]
+    if _plain_lint(arguments):
+        from pathlib import Path
 
-    MODULE:APP names your app: the module to import (from the current directory too) and the
-    oncely.App in it, e.g. myservice.tasks:app.
-    """
+        from oncely.errors import ConfigurationError
+        from oncely.lint.command import run
+
+        try:
+            sys.exit(run(tuple(Path(argument) for argument in arguments[1:])))
+        except ConfigurationError:
+            pass  # main reports it, as a usage error, running the command again
+        except KeyboardInterrupt:
+            sys.stderr.write("\nAborted!\n")  # as click reports it
+            sys.exit(1)
+        except BrokenPipeError:
+            # As click: a reader that stopped reading (| head) ends the run with status 1,
+            # and the output still buffered is dropped instead of failing again at exit.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(1)
+    from oncely.cli.group import main
+
+    main()
+    sys.exit(0)  # main exits itself; this line is for the type checker
 
 
-for command in (
-    run,
-    jobs,
-    history,
-    trigger,
-    pause,
-    resume,
-    explain,
-    backfill,
-    preview,
-    migrate,
-    lint,
-):
-    main.add_command(command)
+def _plain_lint(arguments: list[str]) -> bool:
+    """Whether the command line is ``lint`` then paths click would accept as they are: no
+    option, no ``--``, no dash, each path existing and readable (click.Path's checks), not on
+    Windows (where click expands wildcards) and not asked for shell completion."""
+    return (
+        os.name == "posix"
+        and arguments[:1] == ["lint"]
+        and not any(argument.startswith("-") for argument in arguments[1:])
+        and all(os.access(argument, os.R_OK) for argument in arguments[1:])
+        and not any(key.startswith("_") and key.endswith("_COMPLETE") for key in os.environ)
+    )
 
-__all__ = ["main"]
+
+def __getattr__(name: str) -> object:
+    if name == "main":
+        from oncely.cli.group import main
+
+        return main
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["console", "main"]

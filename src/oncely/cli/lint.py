@@ -1,7 +1,8 @@
 """`oncely lint`: findings as ``path:line:col: CODE message``; exit 1 on findings, 2 on bad use.
 
 ``--prove`` instead plants each enabled rule's violating example in a scratch mirror of the
-project and reports whether the rule fired on it; exit 1 when any rule did not.
+project and reports whether the rule fired on it; exit 1 when any rule did not. This is the
+command's one definition; what it does is ``oncely.lint.command.run``.
 """
 
 from __future__ import annotations
@@ -11,12 +12,7 @@ from pathlib import Path
 import click
 
 from oncely.errors import ConfigurationError
-from oncely.lint import Finding, all_rules, load_config
-from oncely.lint.cache import LintCache
-from oncely.lint.config import LintConfig
-from oncely.lint.engine import enabled_rules, lint_files
-from oncely.lint.prove import prove
-from oncely.lint.reporters import json_report, sarif_report, text_report
+from oncely.lint import command
 
 
 @click.command()
@@ -49,70 +45,17 @@ def lint(
     file content under .oncely_cache/lint/ beside it. Exit status: 0 clean (or every rule
     proved), 1 findings (or a rule not proved), 2 usage or configuration error.
     """
-    if list_rules:
-        for rule in all_rules():
-            click.echo(f"{rule.code} {rule.name}: {rule.message}")
-        return
-    if prove_rules and fmt != "text":
-        raise click.UsageError("--prove reports in text only; drop --format")
-    targets = list(paths) or [Path.cwd()]
-    if fmt == "sarif":
-        # Absolute targets make every path relative to the config root, which SARIF's
-        # %SRCROOT% names, wherever the command runs.
-        targets = [target.resolve() for target in targets]
     try:
-        config = _overridden(load_config(targets[0]), select, ignore)
-        if prove_rules:
-            _prove(targets, config)
-            return
-        cache = None if no_cache else LintCache(config, enabled_rules(config))
-        findings = lint_files(targets, config, cache=cache)
-    except ConfigurationError as exc:  # a bad table, or a rule refusing its options
+        status = command.run(
+            paths,
+            fmt=fmt,
+            select=select,
+            ignore=ignore,
+            list_rules=list_rules,
+            prove_rules=prove_rules,
+            no_cache=no_cache,
+        )
+    except ConfigurationError as exc:  # a bad table, a rule refusing its options, bad options
         raise click.UsageError(str(exc)) from exc
-    _print(findings, fmt, config)
-    if findings:
-        raise SystemExit(1)
-
-
-def _prove(targets: list[Path], config: LintConfig) -> None:
-    proofs = prove(targets, config)
-    for proof in proofs:
-        click.echo(str(proof))
-    if not all(proof.proved for proof in proofs):
-        raise SystemExit(1)
-
-
-def _overridden(config: LintConfig, select: str | None, ignore: str | None) -> LintConfig:
-    known = {rule.code for rule in all_rules()}
-    chosen: dict[str, tuple[str, ...]] = {}
-    for option, value in (("select", select), ("ignore", ignore)):
-        if value is None:
-            continue
-        codes = tuple(code.strip().upper() for code in value.split(",") if code.strip())
-        unknown = [c for c in codes if not any(k.startswith(c) for k in known)]
-        if unknown:
-            raise ConfigurationError(
-                f"--{option} {unknown[0]}: no rule has that code; see 'oncely lint --rules'"
-            )
-        chosen[option] = codes
-    return LintConfig(
-        root=config.root,
-        select=chosen.get("select", config.select),
-        ignore=chosen.get("ignore", config.ignore),
-        exclude=config.exclude,
-        allow=config.allow,
-        options=config.options,
-    )
-
-
-def _print(findings: list[Finding], fmt: str, config: LintConfig) -> None:
-    if fmt == "json":
-        click.echo(json_report(findings))
-        return
-    if fmt == "sarif":
-        ran = [rule for rule in all_rules() if config.enabled(rule.code)]
-        click.echo(sarif_report(findings, ran, config.root))
-        return
-    click.echo(text_report(findings), nl=False)
-    if findings:
-        click.echo(f"{len(findings)} finding(s)", err=True)
+    if status:
+        raise SystemExit(status)

@@ -1,11 +1,21 @@
 """The lint cache: a file's findings, kept until anything that decides them changes.
 
-An entry's key is the sha256 of the oncely version, the lint code itself, the enabled rules'
-codes with their options and allow lists, the file's path relative to the config root and the
-file's bytes; a key that matches means the same rules would see the same file where they saw it
-before, so its findings are reused and the file is not parsed. Entries live in one JSON document,
-``<config root>/.oncely_cache/lint/findings.json``, one entry per path: editing a file replaces
-its entry, and entries of files that no longer exist are dropped when the document is saved.
+An entry holds a file's findings with the digest of the settings they were found under (the
+lint code itself, the Python that parsed the file, the enabled rules' codes with their options
+and allow lists) and the sha256 of the file's bytes. Its findings are reused when both match:
+the same rules would see the same file where they saw it before, so it is not parsed. Entries
+live in one JSON document, ``<config root>/.oncely_cache/lint/findings.json``, one entry per path
+relative to the config root: editing a file replaces its entry, and entries of files that no
+longer exist are dropped when the document is saved.
+
+An entry also keeps the file's (size, mtime_ns, inode) as they were when it was read. A file
+whose stat still equals them is taken to hold the bytes it held then and is not read at all, as
+git's index does; any other file is read and its sha256 compared. A file changed within the
+same tick of the file system's clock as it was read can keep its stat (the "racily clean"
+problem): so a stat is only recorded when the file's mtime is older than the file system's
+time just before the file was read (the mtime of a file created then beside the cache: the
+linted files are taken to share that clock, as git takes a work tree to share its index's); a
+later write then moves the mtime. A file changed since is simply read again.
 
 A cache is a speed-up, never a source of truth: a missing, unreadable or foreign document is an
 empty cache, and one that cannot be written costs the next run its speed, not its findings.
@@ -18,56 +28,80 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
+import sys
 from collections.abc import Sequence
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from oncely.lint.config import LintConfig
 from oncely.lint.finding import Finding
-from oncely.lint.rules import Rule
 
 #: Where the cache lives, relative to the config root (the directory of pyproject.toml).
 CACHE_DIR = Path(".oncely_cache") / "lint"
 _DOCUMENT = "findings.json"
-_FORMAT = 1
+_FORMAT = 2
 _LINT_PACKAGE = Path(__file__).resolve().parent
 
 
 class LintCache:
-    """Findings by file, for runs under ``config`` with ``rules`` (what `enabled_rules` gives)."""
+    """Findings by file, for runs under ``config`` of the rules ``codes`` (what `enabled_codes`
+    gives)."""
 
-    def __init__(self, config: LintConfig, rules: Sequence[Rule]) -> None:
+    def __init__(self, config: LintConfig, codes: Sequence[str]) -> None:
         self.root = config.root
         self.path = config.root / CACHE_DIR / _DOCUMENT
-        self._settings = _settings_digest(config, rules)
-        self._entries: dict[str, dict[str, Any]] = _read(self.path)
+        self._settings = _settings_digest(config, codes)
+        self._entries: dict[str, dict[str, Any]] = _load(self.path)
+        # What `get` read of each file it could not trust: its stat (None when too recent to
+        # trust) and digest, for `put`.
+        self._reads: dict[str, tuple[list[int] | None, str]] = {}
+        self._seen: set[str] = set()
+        self._clock: int | None = None
+        self._clock_read = False
         self._changed = False
 
-    def key(self, relative: str, data: bytes) -> str:
-        """The key of the file at ``relative`` (to the config root) whose bytes are ``data``."""
-        digest = hashlib.sha256(self._settings)
-        for part in (relative.encode(), data):
-            digest.update(len(part).to_bytes(8, "big"))
-            digest.update(part)
-        return digest.hexdigest()
-
-    def get(self, relative: str, key: str, shown: str) -> list[Finding] | None:
-        """The findings stored for the file at ``relative`` under ``key``, reported under
-        ``shown``; None when its entry is missing or has another key.
+    def get(self, relative: str, path: str, shown: str) -> list[Finding] | bytes:
+        """The findings stored for the file at ``path`` (``relative`` to the config root),
+        reported under ``shown``; when it holds none for the file as it is now, the file's
+        bytes, to lint and `put`.
 
         The path is not stored: the same file is shown relative to wherever a run starts.
+        Raises `OSError` when the file cannot be read.
         """
-        entry = self._entries.get(relative)
-        if entry is None or entry.get("key") != key:
-            return None
-        return _findings(entry.get("findings"), shown)
+        self._seen.add(relative)
+        status = os.stat(path)
+        stat = [status.st_size, status.st_mtime_ns, status.st_ino]
+        entry = self._entries.get(relative, {})
+        current = entry.get("settings") == self._settings
+        if current and entry.get("stat") == stat:
+            findings = _findings(entry.get("findings"), shown)
+            if findings is not None:
+                return findings
+        if not self._clock_read:
+            self._clock, self._clock_read = _file_system_time(self.path.parent), True
+        with open(path, "rb") as file:
+            data = file.read()
+        digest = hashlib.sha256(data).hexdigest()
+        # Racily clean: a stat no older than the clock before the read can survive a write
+        # made after the read, within the same tick; such a file is read again next time.
+        trusted = self._clock is not None and status.st_mtime_ns < self._clock
+        self._reads[relative] = (stat if trusted else None, digest)
+        if current and entry.get("digest") == digest:
+            findings = _findings(entry.get("findings"), shown)
+            if findings is not None:
+                if entry.get("stat") != self._reads[relative][0]:
+                    self.put(relative, findings)  # touched, not changed: next time, not read
+                return findings
+        return data
 
-    def put(self, relative: str, key: str, findings: Sequence[Finding]) -> None:
-        """Store ``findings`` of the file at ``relative`` under ``key``, replacing its old entry."""
+    def put(self, relative: str, findings: Sequence[Finding]) -> None:
+        """Store ``findings`` of the file at ``relative``, as `get` last read it, replacing its
+        old entry."""
+        stat, digest = self._reads[relative]
         self._entries[relative] = {
-            "key": key,
+            "settings": self._settings,
+            "digest": digest,
+            "stat": stat,
             "findings": [[f.line, f.col, f.code, f.message] for f in findings],
         }
         self._changed = True
@@ -79,16 +113,12 @@ class LintCache:
         entries = {
             relative: entry
             for relative, entry in sorted(self._entries.items())
-            if (self.root / relative).is_file()
+            if relative in self._seen or os.path.isfile(os.path.join(self.root, relative))
         }
         document = json.dumps({"format": _FORMAT, "entries": entries}, separators=(",", ":"))
         with contextlib.suppress(OSError):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            ignore = self.path.parent.parent / ".gitignore"
-            if not ignore.exists():
-                # Keeps the cache out of version control even where .gitignore does not say so.
-                ignore.write_text("# Created by oncely lint.\n*\n")
-            handle, scratch = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
+            _prepare(self.path.parent)
+            handle, scratch = _scratch_file(self.path.parent)
             try:
                 with os.fdopen(handle, "w", encoding="utf-8") as out:
                     out.write(document)
@@ -99,23 +129,61 @@ class LintCache:
         self._changed = False
 
 
-def _settings_digest(config: LintConfig, rules: Sequence[Rule]) -> bytes:
+def _prepare(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    ignore = folder.parent / ".gitignore"
+    if not ignore.exists():
+        # Keeps the cache out of version control even where .gitignore does not say so.
+        ignore.write_text("# Created by oncely lint.\n*\n")
+
+
+def _scratch_file(folder: Path) -> tuple[int, str]:
+    import tempfile  # only runs that write pay for importing it
+
+    return tempfile.mkstemp(dir=folder, suffix=".tmp")
+
+
+def _file_system_time(folder: Path) -> int | None:
+    """The file system's clock now, in ns: the mtime of a file created in ``folder`` for the
+    purpose (file times come from the file system's clock, and its ticks, not the process's).
+    None when the folder cannot be written: nothing will be saved then either."""
+    try:
+        _prepare(folder)
+        handle, scratch = _scratch_file(folder)
+    except OSError:
+        return None
+    try:
+        return os.fstat(handle).st_mtime_ns
+    finally:
+        os.close(handle)
+        with contextlib.suppress(OSError):
+            os.unlink(scratch)
+
+
+def _settings_digest(config: LintConfig, codes: Sequence[str]) -> str:
     settings = {
         "format": _FORMAT,
-        "oncely": oncely_version(),
         "lint": _lint_code_digest(),
+        "python": _python_version(),
         "rules": [
-            [rule.code, dict(rule.options), list(config.allow.get(rule.code, ()))]
-            for rule in sorted(rules, key=lambda rule: rule.code)
+            [code, config.options.get(code) or {}, list(config.allow.get(code, ()))]
+            for code in sorted(codes)
         ],
         # The engine reports these two itself when enabled, whichever rules run.
         "engine": [config.enabled(code) for code in ("ONC000", "ONC001")],
     }
-    return json.dumps(settings, sort_keys=True, default=repr).encode()
+    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=repr).encode()).hexdigest()
+
+
+def _python_version() -> str:
+    # A newer Python parses syntax an older one rejects (ONC001).
+    return ".".join(map(str, sys.version_info[:3]))
 
 
 def oncely_version() -> str:
     """The installed oncely's version ('unknown' when run from a source tree not installed)."""
+    from importlib import metadata  # tens of milliseconds: only SARIF output needs it
+
     try:
         return metadata.version("oncely")
     except metadata.PackageNotFoundError:
@@ -123,8 +191,8 @@ def oncely_version() -> str:
 
 
 def _lint_code_digest() -> str:
-    # An edited rule in a development checkout keeps the version number; without this its
-    # stale findings would be served until the version changed.
+    # The lint code itself, not oncely's version: an edited rule in a development checkout
+    # keeps the version number, and a new version whose lint code is the same finds the same.
     digest = hashlib.sha256()
     for source in sorted(_LINT_PACKAGE.rglob("*.py")):
         digest.update(source.relative_to(_LINT_PACKAGE).as_posix().encode())
@@ -132,9 +200,10 @@ def _lint_code_digest() -> str:
     return digest.hexdigest()
 
 
-def _read(path: Path) -> dict[str, dict[str, Any]]:
+def _load(path: Path) -> dict[str, dict[str, Any]]:
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        with open(path, "rb") as file:
+            document = json.loads(file.read())
     except (OSError, ValueError):
         return {}
     if not isinstance(document, dict) or document.get("format") != _FORMAT:

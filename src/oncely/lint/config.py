@@ -45,10 +45,18 @@ class LintConfig:
 
     def allowed(self, code: str, path: Path) -> bool:
         """Whether ``code``'s pattern is configured as allowed in ``path``."""
-        return _matches(self.relative(path), self.allow.get(code, ()))
+        return self.allows(code, self.relative(path))
+
+    def allows(self, code: str, relative: str) -> bool:
+        """`allowed`, for a path already made `relative`."""
+        return _matches(relative, self.allow.get(code, ()))
 
     def excluded(self, path: Path) -> bool:
-        return _matches(self.relative(path), self.exclude)
+        return self.excludes(self.relative(path))
+
+    def excludes(self, relative: str) -> bool:
+        """`excluded`, for a path already made `relative`."""
+        return _matches(relative, self.exclude)
 
     def relative(self, path: Path) -> str:
         resolved = path.resolve()

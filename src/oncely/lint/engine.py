@@ -15,27 +15,25 @@ from __future__ import annotations
 import ast
 import codecs
 import io
-import multiprocessing
 import os
 import re
 import sys
 import threading
 import tokenize
 import warnings
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from itertools import repeat
-from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oncely.lint.config import LintConfig
 from oncely.lint.finding import Finding
-from oncely.lint.rules import Context, Rule, all_rules
+from oncely.lint.rules import Context, Rule, all_rules, rule_codes
 
 if TYPE_CHECKING:
+    from multiprocessing.context import BaseContext
+
     from oncely.lint.cache import LintCache
 
 # A directive opens a comment, or follows a space inside one (after another tool's comment);
@@ -56,6 +54,8 @@ SYNTAX_ERROR = "ONC001"
 PARALLEL_MIN_FILES = 64
 
 Handler = Callable[[ast.AST, Context], None]
+#: Handlers by the node class they visit, each with the code of its rule.
+Dispatch = dict[type[ast.AST], list[tuple[str, Handler]]]
 
 
 @dataclass(frozen=True)
@@ -74,18 +74,92 @@ class _Unreadable(Exception):
         self.line, self.col = line, col
 
 
+@dataclass(frozen=True, slots=True)
+class _Source:
+    """A file to lint: its path as found (to read it), relative to the config root (for the
+    cache and the allow lists) and as reported."""
+
+    path: str
+    relative: str
+    shown: str
+
+
 def python_files(paths: Iterable[Path], config: LintConfig) -> Iterator[Path]:
     """The ``.py`` files named or under the directories named, minus excluded ones, sorted."""
+    return (Path(source.path) for source in _sources(paths, config))
+
+
+def _sources(paths: Iterable[Path], config: LintConfig) -> Iterator[_Source]:
+    """`python_files`, each with the paths a run needs, resolved once per directory."""
+    resolver = _Resolver(config.root)
     for path in paths:
-        if path.is_dir():
-            found = sorted(
-                p
-                for p in path.rglob("*.py")
-                if not _SKIPPED_DIRS.intersection(p.relative_to(path).parts[:-1])
-            )
+        if not path.is_dir():
+            relative = resolver.relative(str(path))
+            shown = relative if path.is_absolute() else path.as_posix()
+            if not config.excludes(relative):
+                yield _Source(str(path), relative, shown)
+            continue
+        top = path.as_posix()
+        prefix = "" if top == "." else top.rstrip("/") + "/"
+        base = resolver.relative(top)
+        base = "" if base == "." else base.rstrip("/") + "/"
+        for parts, symlink in _python_files_under(top):
+            below = "/".join(parts)
+            file = prefix + below
+            # A symlinked file is reported where it points, as Path.resolve() would have it.
+            relative = resolver.relative(file) if symlink else base + below
+            if not config.excludes(relative):
+                yield _Source(file, relative, relative if path.is_absolute() else file)
+
+
+def _python_files_under(top: str) -> list[tuple[tuple[str, ...], bool]]:
+    """The ``.py`` files under directory ``top``, each as its path's parts below ``top`` and
+    whether it is a symlink; sorted as paths are, not descending into symlinked directories
+    (as ``Path.rglob``) nor into `_SKIPPED_DIRS`."""
+    found: list[tuple[tuple[str, ...], bool]] = []
+    folders: list[tuple[str, tuple[str, ...]]] = [(top, ())]
+    while folders:
+        folder, parts = folders.pop()
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    name = entry.name
+                    if name.endswith(".py") and not _is_dir(entry):
+                        found.append(((*parts, name), entry.is_symlink()))
+                    elif name not in _SKIPPED_DIRS and _is_dir(entry) and not entry.is_symlink():
+                        folders.append((entry.path, (*parts, name)))
+        except OSError:
+            continue
+    found.sort()
+    return found
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+class _Resolver:
+    """``LintConfig.relative`` for many paths: each directory is resolved once, not each file."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.as_posix()
+        self._folders: dict[str, str] = {}
+
+    def relative(self, path: str) -> str:
+        folder, name = os.path.split(path)
+        if name in ("", ".", "..") or os.path.islink(path):
+            resolved = Path(path).resolve().as_posix()
         else:
-            found = [path]
-        yield from (p for p in found if not config.excluded(p))
+            if folder not in self._folders:
+                self._folders[folder] = Path(folder or ".").resolve().as_posix()
+            resolved = f"{self._folders[folder].rstrip('/')}/{name}"
+        if resolved == self.root:
+            return "."
+        inside = self.root.rstrip("/") + "/"
+        return resolved[len(inside) :] if resolved.startswith(inside) else resolved
 
 
 def lint_files(
@@ -103,24 +177,29 @@ def lint_files(
     cores); with more than one and more than `PARALLEL_MIN_FILES` files to parse, the files are
     parsed in a process pool. Neither changes the findings nor their order.
     """
-    rules = enabled_rules(config, codes)
-    files = list(python_files(paths, config))
-    found: list[list[Finding] | None] = [None] * len(files)
-    keys: list[str] = [""] * len(files)
-    pending: list[tuple[int, Path, bytes]] = []
-    for index, path in enumerate(files):
-        data = path.read_bytes()
-        if cache is not None:
-            keys[index] = cache.key(config.relative(path), data)
-            found[index] = cache.get(config.relative(path), keys[index], _shown(path, config))
-        if found[index] is None:
-            pending.append((index, path, data))
-    for (index, path, _), findings in zip(
+    sources = list(_sources(paths, config))
+    found: list[list[Finding] | None] = [None] * len(sources)
+    pending: list[tuple[int, _Source, bytes]] = []
+    for index, source in enumerate(sources):
+        if cache is None:
+            with open(source.path, "rb") as file:
+                data = file.read()
+        else:
+            cached = cache.get(source.relative, source.path, source.shown)
+            if not isinstance(cached, bytes):
+                found[index] = cached
+                continue
+            data = cached
+        pending.append((index, source, data))
+    # Building the rules checks their options. A run that found every file in the cache skips
+    # it, and importing them: a run under the same settings, options included, built them.
+    rules = enabled_rules(config, codes) if pending or not sources else []
+    for (index, source, _), findings in zip(
         pending, _lint_pending(pending, config, rules, jobs), strict=True
     ):
         found[index] = findings
         if cache is not None:
-            cache.put(config.relative(path), keys[index], findings)
+            cache.put(source.relative, findings)
     if cache is not None:
         cache.save()
     return sorted(finding for findings in found if findings for finding in findings)
@@ -165,7 +244,7 @@ def _line_end(data: bytes, start: int) -> int:
     return len(data) if end < 0 else end
 
 
-def _parse(text: str, path: Path) -> ast.Module:
+def _parse(text: str, path: str) -> ast.Module:
     """``text``'s tree, whatever the warning filters; raises `_Unreadable` where Python would
     refuse the file."""
     if "\0" in text:
@@ -178,7 +257,7 @@ def _parse(text: str, path: Path) -> ast.Module:
         with warnings.catch_warnings():
             # Under -W error a SyntaxWarning (say, "\d" in a string) is raised as SyntaxError.
             warnings.simplefilter("ignore")
-            return ast.parse(text, filename=str(path))
+            return ast.parse(text, filename=path)
     except SyntaxError as exc:
         line = exc.lineno or 1
         lines = text.split("\n")
@@ -189,9 +268,16 @@ def _parse(text: str, path: Path) -> ast.Module:
         raise _Unreadable(1, 1, "too deeply nested for Python's parser") from exc
 
 
+def enabled_codes(config: LintConfig, codes: Iterable[str] = ()) -> list[str]:
+    """The codes of the rules a run uses (``codes`` when given, else the enabled ones), ordered;
+    the rules are not imported."""
+    only = set(codes)
+    return [code for code in rule_codes() if _runs(code, only, config)]
+
+
 def enabled_rules(config: LintConfig, codes: Iterable[str] = ()) -> list[Rule]:
-    """The rules a run uses (``codes`` when given, else the enabled ones), ordered by code, each
-    built with its ``[tool.oncely.lint.<CODE>]`` options.
+    """The rules of `enabled_codes`, ordered by code, each built with its
+    ``[tool.oncely.lint.<CODE>]`` options.
 
     Raises `ConfigurationError` when a rule refuses its options.
     """
@@ -199,29 +285,32 @@ def enabled_rules(config: LintConfig, codes: Iterable[str] = ()) -> list[Rule]:
     return [
         rule(config.options.get(rule.code))
         for rule in all_rules()
-        if (rule.code in only if only else config.enabled(rule.code))
+        if _runs(rule.code, only, config)
     ]
 
 
-def _shown(path: Path, config: LintConfig) -> str:
-    return config.relative(path) if path.is_absolute() else path.as_posix()
+def _runs(code: str, only: set[str], config: LintConfig) -> bool:
+    return code in only if only else config.enabled(code)
 
 
 def _lint_pending(
-    pending: Sequence[tuple[int, Path, bytes]],
+    pending: Sequence[tuple[int, _Source, bytes]],
     config: LintConfig,
     rules: list[Rule],
     jobs: int | None,
 ) -> list[list[Finding]]:
     workers = min(jobs or _usable_cores(), len(pending))
     if workers < 2 or len(pending) <= PARALLEL_MIN_FILES:
-        return [lint_source(path, source, config, rules) for _, path, source in pending]
+        walk = _Walk.of(rules)
+        return [_lint(source, data, config, walk) for _, source, data in pending]
     # Several batches per worker even out files of very different sizes.
     size = -(-len(pending) // (workers * 4))
     batches = [
-        [(path, source) for _, path, source in pending[start : start + size]]
+        [(source, data) for _, source, data in pending[start : start + size]]
         for start in range(0, len(pending), size)
     ]
+    from concurrent.futures import ProcessPoolExecutor  # only runs this large import it
+
     codes = [rule.code for rule in rules]
     with ProcessPoolExecutor(max_workers=workers, mp_context=_process_context()) as pool:
         results = pool.map(_lint_batch, repeat(config), repeat(codes), batches)
@@ -229,11 +318,11 @@ def _lint_pending(
 
 
 def _lint_batch(
-    config: LintConfig, codes: list[str], batch: list[tuple[Path, bytes]]
+    config: LintConfig, codes: list[str], batch: list[tuple[_Source, bytes]]
 ) -> list[list[Finding]]:
     """One worker's share: rules are rebuilt here rather than pickled with their state."""
-    rules = enabled_rules(config, codes)
-    return [lint_source(path, source, config, rules) for path, source in batch]
+    walk = _Walk.of(enabled_rules(config, codes))
+    return [_lint(source, data, config, walk) for source, data in batch]
 
 
 def _usable_cores() -> int:
@@ -243,6 +332,8 @@ def _usable_cores() -> int:
 
 
 def _process_context() -> BaseContext:
+    import multiprocessing
+
     # A forked worker starts at once with oncely already imported; a spawned one re-imports it
     # (over half a second). Forking is only safe on Linux in a process with no other threads:
     # elsewhere a lock held by another thread, or macOS's frameworks, can hang the child.
@@ -260,37 +351,99 @@ def lint_source(
     A file Python would refuse (bytes that do not decode, a null byte, a syntax error, nesting
     too deep for the parser) is one ONC001 finding and nothing else.
     """
-    chosen = enabled_rules(config) if rules is None else rules
-    shown = _shown(path, config)
+    relative = config.relative(path)
+    shown = relative if path.is_absolute() else path.as_posix()
+    walk = _Walk.of(enabled_rules(config) if rules is None else rules)
+    return _lint(_Source(str(path), relative, shown), source, config, walk)
+
+
+@dataclass(frozen=True)
+class _Walk:
+    """A run's rules as the walk meets them: ``visit_<NodeType>`` methods by node class, in the
+    order of the rules (an inert one has none), and the `Rule.triggers` of the rules that have
+    some."""
+
+    dispatch: Dispatch
+    triggers: dict[str, tuple[str, ...]]
+
+    @classmethod
+    def of(cls, rules: Sequence[Rule]) -> _Walk:
+        dispatch: Dispatch = {}
+        for rule in rules:
+            if rule.inert:
+                continue
+            for name in dir(rule):
+                if not name.startswith("visit_"):
+                    continue
+                visited = getattr(ast, name[len("visit_") :], None)
+                if isinstance(visited, type) and issubclass(visited, ast.AST):
+                    dispatch.setdefault(visited, []).append((rule.code, getattr(rule, name)))
+        return cls(dispatch, {rule.code: rule.triggers for rule in rules if rule.triggers})
+
+    def for_file(self, source: _Source, text: str, config: LintConfig) -> Dispatch:
+        """The handlers that see this file: not those of a rule allowed in it, nor of a rule
+        whose triggers its text lacks."""
+        skipped = {code for code in config.allow if config.allows(code, source.relative)}
+        # Only ASCII text is sure to spell a name as the parser reads it: it normalises
+        # identifiers (NFKC), so a non-ASCII one can stand for a trigger it does not contain.
+        if text.isascii():
+            for code, triggers in self.triggers.items():
+                if not any(trigger in text for trigger in triggers):
+                    skipped.add(code)
+        if not skipped:
+            return self.dispatch
+        return {
+            kind: [(code, handle) for code, handle in handlers if code not in skipped]
+            for kind, handlers in self.dispatch.items()
+        }
+
+
+def _lint(source: _Source, content: str | bytes, config: LintConfig, walk: _Walk) -> list[Finding]:
     try:
-        text = _decode(source) if isinstance(source, bytes) else source
+        text = _decode(content) if isinstance(content, bytes) else content
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-        tree = _parse(text, path)
+        tree = _parse(text, source.path)
     except _Unreadable as exc:
         if not config.enabled(SYNTAX_ERROR):
             return []
         return [
             Finding(
-                shown, exc.line, exc.col, SYNTAX_ERROR, f"syntax error, file not checked: {exc}"
+                source.shown,
+                exc.line,
+                exc.col,
+                SYNTAX_ERROR,
+                f"syntax error, file not checked: {exc}",
             )
         ]
     # Not splitlines(): it also breaks at a form feed, which Python reads as a space.
     context = Context(
-        path=shown, module=_module_name(shown), lines=text.split("\n"), root=config.root
+        path=source.shown,
+        module=_module_name(source.shown),
+        lines=text.split("\n"),
+        root=config.root,
+        tree=tree,
     )
-    handlers: dict[str, list[Handler]] = defaultdict(list)
-    for rule in chosen:
-        if config.allowed(rule.code, path):
-            continue
-        for name in dir(rule):
-            if name.startswith("visit_"):
-                handlers[name[len("visit_") :]].append(getattr(rule, name))
-    for node in ast.walk(tree):
-        for child in ast.iter_child_nodes(node):
-            context.parents[child] = node
-        for handle in handlers.get(type(node).__name__, ()):
-            handle(node, context)
-    return _apply_suppressions(context.findings, _suppressions(text), shown, config)
+    _visit(tree, walk.for_file(source, text, config), context)
+    # A suppression says "oncely" (in any case): a file that never does skips the tokenizer.
+    suppressions = _suppressions(text) if "oncely" in text.lower() else {}
+    return _apply_suppressions(context.findings, suppressions, source.shown, config)
+
+
+def _visit(tree: ast.AST, dispatch: Dispatch, context: Context) -> None:
+    """Every node of ``tree`` once, breadth first as ``ast.walk``, to the handlers of its class."""
+    nodes = [tree]
+    handlers_of, append, extend, node_class = dispatch.get, nodes.append, nodes.extend, ast.AST
+    for node in nodes:  # the list grows behind the loop: a queue without popping
+        handlers = handlers_of(node.__class__)
+        if handlers:
+            for _, handle in handlers:
+                handle(node, context)
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if value.__class__ is list:
+                extend([item for item in value if isinstance(item, node_class)])
+            elif isinstance(value, node_class):
+                append(value)
 
 
 def _suppressions(source: str) -> dict[int, _Suppression]:

@@ -18,12 +18,22 @@ RULE_MODULE = re.compile(r"onc(\d{3})_[a-z0-9_]+")
 
 
 @cache
+def _rule_modules() -> tuple[str, ...]:
+    return tuple(
+        sorted(m.name for m in pkgutil.iter_modules(__path__) if RULE_MODULE.fullmatch(m.name))
+    )
+
+
+def rule_codes() -> tuple[str, ...]:
+    """Every rule's code, ordered, read from its module's name: the rules are not imported."""
+    return tuple(f"ONC{name[3:6]}" for name in _rule_modules())
+
+
+@cache
 def all_rules() -> tuple[type[Rule], ...]:
     found: list[type[Rule]] = []
-    for module in pkgutil.iter_modules(__path__):
-        if not RULE_MODULE.fullmatch(module.name):
-            continue
-        loaded = importlib.import_module(f"{__name__}.{module.name}")
+    for name in _rule_modules():
+        loaded = importlib.import_module(f"{__name__}.{name}")
         rules = [
             value
             for value in vars(loaded).values()
@@ -38,4 +48,4 @@ def all_rules() -> tuple[type[Rule], ...]:
     return tuple(sorted(found, key=lambda rule: rule.code))
 
 
-__all__ = ["Context", "Rule", "all_rules"]
+__all__ = ["Context", "Rule", "all_rules", "rule_codes"]

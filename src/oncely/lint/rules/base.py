@@ -20,15 +20,28 @@ from oncely.lint.finding import Finding
 
 @dataclass
 class Context:
-    """The file being walked: its path as reported, module name, source lines and parents."""
+    """The file being walked: its path as reported, module name, source lines, tree and parents."""
 
     path: str
     module: str
     lines: list[str]
     #: The configuration root, for rules that read other files of the project.
     root: Path | None = None
-    parents: dict[ast.AST, ast.AST] = field(default_factory=dict)
+    #: The whole file's tree (the walk's root).
+    tree: ast.AST | None = None
     findings: list[Finding] = field(default_factory=list)
+    _parents: dict[ast.AST, ast.AST] | None = field(default=None, init=False, repr=False)
+
+    @property
+    def parents(self) -> dict[ast.AST, ast.AST]:
+        """Each node's parent, mapped on first use: most files never need it."""
+        if self._parents is None:
+            self._parents = {}
+            if self.tree is not None:
+                for node in ast.walk(self.tree):
+                    for child in ast.iter_child_nodes(node):
+                        self._parents[child] = node
+        return self._parents
 
     def parent(self, node: ast.AST) -> ast.AST | None:
         return self.parents.get(node)
@@ -66,11 +79,20 @@ class Rule:
     clean: ClassVar[str]
     #: The options ``--prove`` and the rule's tests configure it with, when it needs some.
     example_options: ClassVar[Mapping[str, Any]] = {}
+    #: Words without one of which in a file's text the rule cannot fire there, so the walk
+    #: skips it (empty: every file). Each must be shown to hold for every way the rule fires.
+    triggers: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
         """``options`` is the rule's ``[tool.oncely.lint.<CODE>]`` table; a rule with options
         checks them here and raises `ConfigurationError` naming the key and the fix."""
         self.options: Mapping[str, Any] = options or {}
+
+    @property
+    def inert(self) -> bool:
+        """Whether the rule, as configured, can fire nowhere: the walk then skips it. True for
+        a rule that needs options (its docstring says it is inert without them) and has none."""
+        return False
 
     def report(self, context: Context, node: ast.AST, detail: str = "") -> None:
         message = f"{self.message}{': ' + detail if detail else ''}"

@@ -114,6 +114,10 @@ class RecurringTimerLoop(Rule):
     code = "ONC101"
     name = "recurring-timer-loop"
     message = "ad-hoc recurring timer"
+    # Every finding names one, in the file: a loop waits on a sleep, sleep_until, wait or
+    # wait_for (directly, or through a function of the file that does); a timer is a Timer
+    # (imported or reached as an attribute under that name), a call_later or a call_at.
+    triggers = ("sleep", "wait", "Timer", "call_later", "call_at")
     violating = """\
 import threading
 import time
@@ -166,29 +170,28 @@ def wait_until_ready(ready, timeout=30.0):
         called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
         timer = called not in _CALLBACK_TIMERS
         callback = _argument(node, 1, "function" if timer else "callback")
-        function = _enclosing_function(node, context)
-        if callback is None or function is None or not _refers(callback, function):
+        # Cheapest tests first: most calls are neither a Timer nor call_later/call_at.
+        if callback is None or (timer and self._read(context).dotted(func) != "threading.Timer"):
             return
-        if timer:
-            if self._read(node, context).dotted(func) != "threading.Timer":
-                return
-            if not _started(node, function, context):
-                return
-            how = "threading.Timer"
-        else:
-            how = _short(ast.unparse(func))
+        function = _enclosing_function(node, context)
+        if function is None or not _refers(callback, function):
+            return
+        if timer and not _started(node, function, context):
+            return
+        how = "threading.Timer" if timer else _short(ast.unparse(func))
         self.report(context, node, f"{how} re-arms {function.name}() from inside it; {_FIX}")
 
-    def _read(self, node: ast.AST, context: Context) -> _File:
+    def _read(self, context: Context) -> _File:
         """The file's imports and functions, read once per file on first need."""
         if self._file is None or self._context is not context:
-            ancestors = context.ancestors(node)
-            self._file = _File.read(ancestors[-1] if ancestors else node)
+            self._file = _File.read(context.tree or ast.Module(body=[], type_ignores=[]))
             self._context = context
         return self._file
 
     def _check_loop(self, loop: ast.While | ast.For, context: Context) -> None:
-        file = self._read(loop, context)
+        if isinstance(loop, ast.For) and not isinstance(loop.iter, ast.Call):
+            return  # only a call makes an endless iterator: count(), cycle(), repeat(x)
+        file = self._read(context)
         if isinstance(loop, ast.For):
             if not file.endless(loop.iter):
                 return

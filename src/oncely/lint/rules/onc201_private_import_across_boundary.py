@@ -89,6 +89,10 @@ class PrivateImportAcrossBoundary(Rule):
         self.root = root
         self._interfaces: dict[str, _Interface] = {}
 
+    @property
+    def inert(self) -> bool:
+        return not self.boundaries
+
     def visit_Import(self, node: ast.Import, context: Context) -> None:
         for alias in node.names:
             self._check_module(alias.name, node, context)

@@ -73,6 +73,10 @@ class OnlyIn(Rule):
             raise ConfigurationError(f"{_WHERE}: unknown key {unknown[0]!r}; the key is symbols")
         self.symbols = _symbols(self.options.get("symbols", {}))
 
+    @property
+    def inert(self) -> bool:
+        return not self.symbols
+
     def visit_Module(self, node: ast.Module, context: Context) -> None:
         confined = tuple(
             symbol

@@ -132,18 +132,17 @@ class ImportedNames:
 
 
 # The walk visits one file's nodes in a row: remembering the last file's names spares every
-# call and class a climb to the root. The context is held weakly so that a new file's context,
-# allocated where a finished one was, is never taken for it.
+# call and class reading the file's imports again. The context is held weakly so that a new
+# file's context, allocated where a finished one was, is never taken for it.
 _RECENT: list[tuple[weakref.ref[Context], ImportedNames]] = []
 
 
-def imported_names(node: ast.AST, context: Context) -> ImportedNames:
-    """The `ImportedNames` of the file ``node`` is in, computed once per file and shared."""
+def imported_names(context: Context) -> ImportedNames:
+    """The `ImportedNames` of the file being walked, computed once per file and shared."""
     for seen, names in _RECENT:
         if seen() is context:
             return names
-    above = context.ancestors(node)
-    root = above[-1] if above else node
+    root = context.tree
     tree = root if isinstance(root, ast.Module) else ast.Module(body=[], type_ignores=[])
     names = ImportedNames(tree, context.module, context.path.endswith("__init__.py"))
     _RECENT[:] = [(weakref.ref(context), names)]
@@ -251,11 +250,15 @@ class DeclarationOutsideItsFiles(Rule):
         super().__init__(options)
         self._kinds = _kinds(self.options)
 
+    @property
+    def inert(self) -> bool:
+        return not self._kinds
+
     def visit_ClassDef(self, node: ast.ClassDef, context: Context) -> None:
         kinds = [kind for kind in self._kinds if not kind.allows(context.path)]
         if not kinds:
             return
-        names = imported_names(node, context)
+        names = imported_names(context)
         for kind in kinds:
             base = names.derives_from(node, kind.bases)
             if base:
@@ -269,7 +272,7 @@ class DeclarationOutsideItsFiles(Rule):
         kinds = [kind for kind in self._kinds if not kind.allows(context.path)]
         if not kinds:
             return
-        names = imported_names(node, context)
+        names = imported_names(context)
         called = names.qualified(node.func)
         for kind in kinds:
             declared = _declared_by_call(node, called, kind, names)

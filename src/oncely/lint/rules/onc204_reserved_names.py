@@ -96,10 +96,14 @@ class ReservedNameOutsideVocabulary(Rule):
         super().__init__(options)
         self._names, self._vocabulary = _checked(self.options)
 
+    @property
+    def inert(self) -> bool:
+        return not self._names
+
     def visit_ClassDef(self, node: ast.ClassDef, context: Context) -> None:
         if not self._names or context.path == self._vocabulary:
             return
-        names = imported_names(node, context)
+        names = imported_names(context)
         if names.derives_from(node, ENUM_BASES) is None:
             return
         ignored = _ignored(node.body)
@@ -110,7 +114,7 @@ class ReservedNameOutsideVocabulary(Rule):
     def visit_Call(self, node: ast.Call, context: Context) -> None:
         if not self._names or context.path == self._vocabulary:
             return
-        names = imported_names(node, context)
+        names = imported_names(context)
         if not names.qualified(node.func) & ENUM_BASES:
             return
         listed = [keyword.value for keyword in node.keywords if keyword.arg == "names"]
