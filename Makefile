@@ -14,11 +14,12 @@ LINT_PATHS := $(wildcard src tests bench examples)
 
 .DEFAULT_GOAL := help
 
-.PHONY: help venv .venv demo lint test bench bench-peers clean
+.PHONY: help venv .venv demo lint test faults bench bench-peers clean
 
 help:
 	@echo "make demo   create .venv, install, run the example app with two worker processes"
 	@echo "make test   create .venv, install dev deps, run lint and the whole test suite"
+	@echo "make faults the fault suite's long version (kills, pauses, outages, skew, deploys, bad input)"
 	@echo "make lint   ruff check, ruff format --check, mypy (strict on src/), oncely lint src"
 	@echo "make bench  run bench/recurrence.py, engine.py, worker.py (oncely alone) and locks.py"
 	@echo "make bench-peers  bench/engine.py beside procrastinate, pgqueuer, APScheduler 4; bench/lint.py beside flake8, lint-imports, ruff"
@@ -45,6 +46,11 @@ lint: $(STAMP)
 
 test: $(STAMP) lint
 	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(BIN)/pytest $(PYTEST_ARGS)
+
+# `make test` runs the fault suite's short version; this is the long one. Its counts are printed
+# in a section at the end.
+faults: $(STAMP)
+	ONCELY_FAULTS=long $(BIN)/pytest tests/faults -m faults $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/recurrence.py

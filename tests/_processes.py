@@ -1,0 +1,110 @@
+"""Real `oncely run` processes for the acceptance and fault tests: start, signal, wait, always
+stop.
+
+Each process runs ``oncely run MODULE:APP`` from a directory holding the module, with the test's
+environment, and logs to its own file in ``logs`` (``worker-<n>.log``, in start order).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+
+class Workers:
+    """`oncely run` processes of one test; `start` may give one its own app or environment."""
+
+    def __init__(self, spec: str, cwd: Path, env: dict[str, str], logs: Path, *args: str) -> None:
+        self.spec = spec
+        self.cwd = cwd
+        self.env = {**os.environ, **env}
+        self.logs = logs
+        self.args = args
+        self.started: list[subprocess.Popen[bytes]] = []
+
+    def start(
+        self, spec: str | None = None, env: dict[str, str] | None = None, *args: str
+    ) -> subprocess.Popen[bytes]:
+        log = self.log_of(len(self.started))
+        command = ["run", spec or self.spec, *self.args, *args]
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "oncely.cli", *command],
+                cwd=self.cwd,
+                env={**self.env, **(env or {})},
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        self.started.append(process)
+        return process
+
+    def log_of(self, index: int) -> Path:
+        return self.logs / f"worker-{index}.log"
+
+    def text_of(self, process: subprocess.Popen[bytes]) -> str:
+        return self.log_of(self.started.index(process)).read_text(errors="replace")
+
+    def ready(self) -> bool:
+        """Every live worker has started its loop (its signal handlers are in place)."""
+        return all(" serving " in self.text_of(p) for p in self.alive())
+
+    def alive(self) -> list[subprocess.Popen[bytes]]:
+        return [p for p in self.started if p.poll() is None]
+
+    def output(self) -> str:
+        return "\n".join(
+            f"--- {self.log_of(n).name}\n{self.text_of(p)}" for n, p in enumerate(self.started)
+        )
+
+    def stop_all(self) -> None:
+        for process in self.alive():
+            process.kill()
+        for process in self.started:
+            process.wait()
+
+
+@contextmanager
+def workers(spec: str, cwd: Path, env: dict[str, str], logs: Path, *args: str) -> Iterator[Workers]:
+    group = Workers(spec, cwd, env, logs, *args)
+    try:
+        yield group
+    finally:
+        group.stop_all()
+
+
+def json_lines(text: str) -> list[dict[str, Any]]:
+    """The JSON log lines of a ``--log-format json`` worker's output (other lines skipped)."""
+    found = []
+    for line in text.splitlines():
+        if line.startswith("{"):
+            try:
+                found.append(json.loads(line))
+            except ValueError:
+                continue
+    return found
+
+
+def terminate(process: subprocess.Popen[bytes], within: float) -> tuple[int, float]:
+    """SIGTERM ``process``; return its exit code and how long it took to exit."""
+    started = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    code = process.wait(timeout=within)
+    return code, time.monotonic() - started
+
+
+def wait_until(predicate: object, timeout: float, what: str) -> None:
+    """Poll ``predicate()`` every 0.1 s until it is true; fail naming ``what`` after ``timeout``."""
+    assert callable(predicate)
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.1)
