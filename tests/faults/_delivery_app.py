@@ -3,9 +3,7 @@
 One job per delivery mode, named after it, each scheduled by the test at run time, and `fenced`,
 whose handler writes downstream under its fencing token. Every handler leaves an independent
 record of its run, never read by oncely: ``transactional`` a row in ``fault_effects`` in its own
-transaction (committed with the completion, or not at all), the others a line
-``job key scheduled_for pid ran_at attempt`` appended with one O_APPEND write to
-``$ONCELY_TEST_EFFECTS/<pid>.txt``.
+transaction (committed with the completion, or not at all), the others a line (_record.py).
 
 Environment: ONCELY_DATABASE_URL; ONCELY_TEST_EFFECTS (a directory); ONCELY_TEST_LEASE_S
 (default 4); ONCELY_TEST_MISFIRE (default skip); ONCELY_TEST_SLEEP_S, how long each handler
@@ -21,11 +19,11 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import psycopg
+from _record import record
 
 import oncely
 
 URL = os.environ["ONCELY_DATABASE_URL"]
-EFFECTS = os.environ.get("ONCELY_TEST_EFFECTS", ".")
 LEASE = timedelta(seconds=float(os.environ.get("ONCELY_TEST_LEASE_S", "4")))
 MISFIRE = os.environ.get("ONCELY_TEST_MISFIRE", "skip")
 SLEEP_S = float(os.environ.get("ONCELY_TEST_SLEEP_S", "0"))
@@ -37,18 +35,6 @@ def _clock() -> datetime:
 
 
 app = oncely.App(URL, clock=_clock)
-
-
-def record(run: oncely.Run, what: str = "") -> None:
-    line = (
-        f"{run.job} {run.key} {run.scheduled_for.isoformat()} {os.getpid()} {time.time():.3f} "
-        f"{run.attempt}{what}\n"
-    )
-    fd = os.open(f"{EFFECTS}/{os.getpid()}.txt", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line.encode())
-    finally:
-        os.close(fd)
 
 
 # overlap="allow": under "skip", an occurrence held by a killed worker until its lease expires
@@ -81,7 +67,7 @@ def at_least_once(run: oncely.Run) -> None:
 @app.job(**OPTIONS)
 def fenced(run: oncely.Run) -> None:
     """Records its start, works, then writes downstream only if no newer attempt wrote first."""
-    record(run, " started")
+    record(run, "started")
     time.sleep(float(run.payload["work_s"]))
     lost = run.lease_lost
     with psycopg.connect(URL, autocommit=True) as connection:
@@ -90,4 +76,4 @@ def fenced(run: oncely.Run) -> None:
             "WHERE name = %s AND last_token < %s",
             (run.fence, os.getpid(), run.key, run.fence),
         ).rowcount
-    record(run, f" wrote fence={run.fence} applied={applied} lease_lost={lost}")
+    record(run, f"wrote fence={run.fence} applied={applied} lease_lost={lost}")

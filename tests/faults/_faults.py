@@ -102,8 +102,11 @@ def schedule_every_second(url: str, per_mode: int, modes: Iterable[str] = MODES)
 
 
 @contextmanager
-def delivery_workers(url: str, tmp_path: Path, *args: str, **env: str) -> Iterator[Workers]:
-    """`oncely run _delivery_app:app` processes (none started yet), effects in tmp_path."""
+def delivery_workers(
+    url: str, tmp_path: Path, *args: str, app: str = APP, **env: str
+) -> Iterator[Workers]:
+    """`oncely run` processes of ``app`` (none started yet) logging JSON, effects in tmp_path;
+    ``env`` names ``ONCELY_TEST_*`` variables in lower case without the prefix."""
     effects = tmp_path / "effects"
     effects.mkdir(exist_ok=True)
     logs = tmp_path / "logs"
@@ -113,7 +116,7 @@ def delivery_workers(url: str, tmp_path: Path, *args: str, **env: str) -> Iterat
         "ONCELY_TEST_EFFECTS": str(effects),
         **{f"ONCELY_TEST_{name.upper()}": value for name, value in env.items()},
     }
-    with workers(APP, HERE, environment, logs, "--log-format", "json", *args) as group:
+    with workers(app, HERE, environment, logs, "--log-format", "json", *args) as group:
         yield group
 
 
