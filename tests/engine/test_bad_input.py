@@ -64,6 +64,32 @@ def test_an_invalid_rule(app: oncely.App, remind: oncely.Job) -> None:
     unchanged(app)
 
 
+@pytest.mark.parametrize(
+    ("payload", "says"),
+    [
+        ({"x": "a\x00b"}, "NUL"),
+        ({"k\x00": 1}, "NUL"),
+        ([{"x": "\ud800"}], "surrogate"),
+        (None, "nested too deeply"),
+    ],
+)
+def test_a_payload_no_store_can_keep(
+    app: oncely.App, remind: oncely.Job, payload: object, says: str
+) -> None:
+    # PostgreSQL refused the strings with its own words and SQLite kept them; the deep one
+    # escaped as RecursionError.
+    if payload is None:
+        payload = deep = []
+        for _ in range(100_000):
+            deep.append([])
+            deep = deep[0]
+    with pytest.raises(oncely.InvalidPayload, match=says):
+        app.schedule(remind, oncely.every(hours=2), key="kept", payload=payload)
+    with pytest.raises(oncely.InvalidPayload, match=says):
+        app.defer(remind, at=app.now(), key="other", payload=payload)
+    unchanged(app)
+
+
 def test_a_payload_that_is_not_json(app: oncely.App, remind: oncely.Job) -> None:
     with pytest.raises(oncely.InvalidPayload, match="JSON"):
         app.schedule(remind, oncely.every(hours=2), key="kept", payload={"when": object()})
