@@ -130,6 +130,16 @@ def test_a_stored_trigger_that_no_longer_reads_marks_only_its_schedule_invalid(
     assert store.get_schedule(None, "bad").status == "invalid"
 
 
+def test_marking_a_schedule_invalid_says_whether_this_call_stopped_it(store: Store) -> None:
+    # Two workers that meet the same bad rule at once both mark it; only the first may log it.
+    save(store, key="bad")
+    _corrupt_trigger(store, "bad")
+    assert store.mark_invalid(None, "bad", "invalid: FREQ=NEVERLY", LATER) is True
+    assert store.mark_invalid(None, "bad", "invalid: FREQ=NEVERLY", LATER) is False
+    assert store.mark_invalid(None, "missing", "invalid", LATER) is False
+    assert [o.status for o in store.history(None, key="bad")] == ["invalid"]
+
+
 def _corrupt_trigger(store: Store, key: str) -> None:
     """Write a rule no version of oncely accepts straight into the row, as bad data would be."""
     spec = '{"kind": "rrule", "v": 1, "rule": "FREQ=NEVERLY"}'

@@ -176,7 +176,8 @@ class Engine:
         job = self.jobs[schedule.job]
         if schedule.trigger is None:
             reason = f"invalid: {schedule.status_reason}"
-            self.store.mark_invalid(schedule.tenant, schedule.key, reason, now)
+            if not self.store.mark_invalid(schedule.tenant, schedule.key, reason, now):
+                return None  # another worker stopped it, and logged it, first
             report.invalid += 1
             log.error(
                 "oncely: schedule %r stopped: its stored trigger no longer reads (%s); every "

@@ -180,11 +180,12 @@ class Store(ABC):
         """
 
     @abstractmethod
-    def mark_invalid(self, tenant: str | None, key: str, reason: str, now: datetime) -> None:
+    def mark_invalid(self, tenant: str | None, key: str, reason: str, now: datetime) -> bool:
         """Stop schedule (tenant, key) as ``invalid`` and record its next run as an invalid one.
 
         Only this schedule stops; the occurrence row says why, so history answers "why didn't it
-        fire?". A schedule already stopped is left as it is.
+        fire?". A schedule already stopped is left as it is, and False returned: of workers that
+        met the same bad rule at once, only the one that stopped it says so.
         """
 
     @abstractmethod

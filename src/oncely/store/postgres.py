@@ -321,12 +321,12 @@ class PostgresStore(Store):
             rows = connection.execute(self._sql["due_schedules"], params).fetchall()
         return [records.schedule(row) for row in rows]
 
-    def mark_invalid(self, tenant: str | None, key: str, reason: str, now: datetime) -> None:
+    def mark_invalid(self, tenant: str | None, key: str, reason: str, now: datetime) -> bool:
         params = {"tenant": tenant_column(tenant), "key": key}
         with self._connect() as connection:
             found = connection.execute(self._sql["lock_schedule"], params).fetchone()
             if found is None or found["status"] != "active":
-                return
+                return False
             connection.execute(
                 self._sql["mark_invalid"],
                 {"schedule_id": found["id"], "reason": reason, "now": now},
@@ -336,6 +336,7 @@ class PostgresStore(Store):
                     found["id"], params["tenant"], found["next_run_at"], reason, now
                 )
                 connection.execute(self._sql["insert_occurrence"], invalid)
+        return True
 
     def claim_due(
         self,

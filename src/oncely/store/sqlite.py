@@ -342,12 +342,12 @@ class SqliteStore(Store):
             cursor = connection.execute(self._sql["due_schedules"], params)
             return [_schedule(cursor, row) for row in cursor.fetchall()]
 
-    def mark_invalid(self, tenant: str | None, key: str, reason: str, now: datetime) -> None:
+    def mark_invalid(self, tenant: str | None, key: str, reason: str, now: datetime) -> bool:
         params = {"tenant": tenant_column(tenant), "key": key}
         with self._write() as connection:
             found = self._row(connection, "lock_schedule", params)
             if found is None or found["status"] != "active":
-                return
+                return False
             connection.execute(
                 self._sql["mark_invalid"],
                 _bind({"schedule_id": found["id"], "reason": reason, "now": now}),
@@ -357,6 +357,7 @@ class SqliteStore(Store):
                     found["id"], params["tenant"], found["next_run_at"], reason, now
                 )
                 connection.execute(self._sql["insert_occurrence"], _bind(invalid))
+        return True
 
     def claim_due(
         self,
