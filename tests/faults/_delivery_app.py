@@ -14,6 +14,7 @@ behind; default 0).
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from datetime import UTC, datetime, timedelta
@@ -60,7 +61,7 @@ def at_most_once(run: oncely.Run) -> None:
 
 @app.job(delivery="at_least_once", **OPTIONS)
 def at_least_once(run: oncely.Run) -> None:
-    record(run)
+    record(run, "" if run.payload is None else f"payload={len(json.dumps(run.payload))}")
     time.sleep(SLEEP_S)
 
 

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import unquote
 
 import psycopg
 
@@ -135,7 +136,7 @@ def effects(url: str, tmp_path: Path) -> list[Effect]:
             found.append(
                 Effect(
                     job,
-                    key,
+                    unquote(key),
                     datetime.fromisoformat(when),
                     int(pid),
                     float(ran_at),
