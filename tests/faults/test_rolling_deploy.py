@@ -36,13 +36,21 @@ EDGE_S = 2
 LATE_S = 1.5
 
 
-def _removed_at(url: str, key: str) -> datetime | None:
-    """When schedule ``key`` was removed (None while it is not)."""
+def _schedule(url: str, key: str) -> tuple[str, int | None]:
+    """Schedule ``key``'s status and, for an every() trigger, its period in seconds."""
     with psycopg.connect(url) as connection:
         row = connection.execute(
-            "SELECT status, updated_at FROM oncely_schedules WHERE key = %s", (key,)
+            "SELECT status, (trigger_spec->>'seconds')::int FROM oncely_schedules WHERE key = %s",
+            (key,),
         ).fetchone()
-    return row[1].astimezone(UTC) if row is not None and row[0] == "removed" else None
+    assert row is not None
+    return row[0], row[1]
+
+
+def _switched(url: str) -> datetime:
+    """Wait for version 2 to put its trigger on `report`; return about when it did."""
+    wait_until(lambda: _schedule(url, "report")[1] == 3, 20, "version 2 to reconcile")
+    return datetime.now(UTC)
 
 
 def _start(group: Workers, spec: str, count: int) -> list[int]:
@@ -64,7 +72,7 @@ def test_old_and_new_versions_side_by_side_then_the_old_ones_stop(
         started = datetime.now(UTC)
         time.sleep(ALONE_S)
         new = _start(group, V2, 2)
-        wait_until(lambda: _removed_at(postgres_url, "legacy"), 20, "version 2 to reconcile")
+        switched = _switched(postgres_url)
         time.sleep(TOGETHER_S)
         for process in group.started[:2]:
             assert terminate(process, within=20)[0] == 0, group.output()
@@ -73,8 +81,7 @@ def test_old_and_new_versions_side_by_side_then_the_old_ones_stop(
         for process in group.started[2:]:
             assert terminate(process, within=20)[0] == 0, group.output()
         stopped = datetime.now(UTC) - timedelta(seconds=EDGE_S)
-    switched = _removed_at(postgres_url, "legacy")
-    assert switched is not None
+    legacy_status = _schedule(postgres_url, "legacy")[0]
     found = effects(postgres_url, tmp_path)
     by_job: dict[str, list[Effect]] = {}
     for effect in found:
@@ -114,14 +121,14 @@ def test_old_and_new_versions_side_by_side_then_the_old_ones_stop(
         f"{sum(1 for e in together if e.pid in new)} on v2"
     )
     report(
-        f"legacy (removed): {len(legacy)} runs, {len(legacy_missed)} missed before, "
+        f"legacy ({legacy_status}): {len(legacy)} runs, {len(legacy_missed)} missed before, "
         f"{len(after_removal)} after its removal; fresh (added): {len(fresh)} runs, "
         f"{len(fresh_missed)} missed, {sum(1 for e in fresh if e.pid not in new)} on v1"
     )
     assert twice == []
     assert late == []
     assert (missed, off_grid) == ([], [])
-    assert (legacy_missed, after_removal) == ([], [])
+    assert (legacy_status, legacy_missed, after_removal) == ("removed", [], [])
     assert fresh_missed == []
     assert all(e.pid in new for e in fresh)
     assert {e.pid for e in together} & set(old), "v1 ran no report side by side"
@@ -135,7 +142,7 @@ def test_an_old_worker_started_mid_deploy_puts_its_triggers_back(
     with delivery_workers(postgres_url, tmp_path, app=V1) as group:
         _start(group, V1, 1)
         _start(group, V2, 1)
-        wait_until(lambda: _removed_at(postgres_url, "legacy"), 20, "version 2 to reconcile")
+        _switched(postgres_url)
         _start(group, V1, 1)
         late_start = datetime.now(UTC)
         time.sleep(TOGETHER_S)
