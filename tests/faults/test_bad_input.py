@@ -6,7 +6,8 @@ naming what is wrong, on a line a person can read), or, for a stored rule that n
 (written by hand or by an older version), the status ``invalid`` with its reason once a worker
 meets it. Hostile input that is valid -- unicode keys, 1 MB payloads, ``FREQ=SECONDLY`` with no
 end (bounded by ``max_span``) -- is kept, and fires. Required too: the schedules that fire
-keep firing on time, every occurrence once, while the workers meet the rest.
+keep firing on time, every occurrence once, also while the workers meet the bad rules (counted
+on a line of its own: 2,500 of them once held the schedules due with them up for 12 s).
 
 Short (``make test``): 1,000 schedules; long (``make faults``): 10,000.
 """
@@ -25,17 +26,18 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from _faults import delivery_workers, effects, prepare, runs, scaled, scheduling_app
+from _faults import Row, delivery_workers, effects, history, prepare, runs, scaled, scheduling_app
 
 import oncely
 from _processes import json_lines, terminate, wait_until
 
 SCHEDULES = int(scaled(1_000, 10_000))
-SECONDLY = int(scaled(20, 100))
+SECONDLY = int(scaled(20, 50))
 RUN_S = scaled(8.0, 30.0)
 EDGE_S = 2
-# Fired this much after its time, an occurrence is late.
-ON_TIME_S = 1.0
+# Fired this much after its time, an occurrence is late (claims are taken ahead of their time;
+# the margin is for two workers sharing two cores with PostgreSQL and other test runs).
+ON_TIME_S = 2.0
 MB = 1_000_000
 
 ZONES = [
@@ -67,7 +69,9 @@ UNICODE = [
     "\ufdfa", " ", "\u3000", "'", '"', ";", "--", "%", "\\", "/", "*", "{", "}", ":", "#",
 ]  # fmt: skip
 BAD = oncely.InvalidSchedule
-PERIODS = [2, 3, 5] if SCHEDULES <= 1_000 else [10, 20, 30, 60]
+# Periods that share no factor, so that thousands of schedules do not all fire on the same
+# second each minute (a burst of its own, which this test is not about).
+PERIODS = [2, 3, 5] if SCHEDULES <= 1_000 else [19, 23, 29, 31]
 
 
 def _hourly() -> oncely.Trigger:
@@ -154,7 +158,7 @@ def _secondly(rng: random.Random, key: str) -> Case:
 
 def _megabyte(rng: random.Random, key: str) -> Case:
     payload = {"blob": "x" * MB, "key": key}
-    return Case("1 MB payload", key, lambda: oncely.every(seconds=5), payload)
+    return Case("1 MB payload", key, lambda: oncely.every(seconds=7), payload)
 
 
 def _unicode_key(rng: random.Random, key: str) -> Case:
@@ -169,7 +173,7 @@ def _fine(rng: random.Random, key: str) -> Case:
 
 
 # Parts of every thousand schedules. The ones that fire (unicode keys, fine, SECONDLY, 1 MB) make
-# about 150 occurrences a second in either version.
+# about 150 occurrences a second in the short version, 200 in the long one.
 MIX: list[tuple[float, Callable[[random.Random, str], Case]]] = [
     (60, _huge_count),
     (60, _until_before_start),
@@ -224,6 +228,53 @@ def _judge_error(case: Case) -> str | None:
     return None
 
 
+Occurrence = tuple[str, datetime]
+
+
+@dataclass
+class Timing:
+    """How a set of occurrences fired: counts, and how late their first runs came."""
+
+    occurrences: int
+    missed: int  # never run
+    silent: int  # never run and not recorded as skipped with a reason
+    twice: int
+    late_median: float
+    late_max: float
+
+    def __str__(self) -> str:
+        return (
+            f"{self.occurrences} occurrences, {self.missed} missed ({self.silent} silent), "
+            f"{self.twice} twice, late by median {self.late_median:.2f} s, max "
+            f"{self.late_max:.2f} s"
+        )
+
+
+def _timing(
+    part: list[Occurrence],
+    ran: Counter[Occurrence],
+    rows: dict[Occurrence, Row],
+    first_run: dict[Occurrence, float],
+) -> Timing:
+    lags = [first_run[o] - o[1].timestamp() for o in part if o in first_run]
+    missed = [o for o in part if ran[o] == 0]
+    return Timing(
+        occurrences=len(part),
+        missed=len(missed),
+        silent=sum(1 for o in missed if o not in rows or not rows[o].reason),
+        twice=sum(1 for o in part if ran[o] > 1),
+        late_median=statistics.median(lags) if lags else 0.0,
+        late_max=max(lags, default=0.0),
+    )
+
+
+def _span(part: list[Occurrence]) -> str:
+    if not part:
+        return "none"
+    times = [when for _, when in part]
+    return f"{(max(times) - min(times)).total_seconds():.0f} s"
+
+
 def test_thousands_of_hostile_schedules_get_their_error_or_invalid_and_the_rest_fire_on_time(
     postgres_url: str, tmp_path: Path, report: Callable[[str], None]
 ) -> None:
@@ -260,21 +311,24 @@ def test_thousands_of_hostile_schedules_get_their_error_or_invalid_and_the_rest_
         elif case.key not in occurrences:
             problems.append(f"{case.kind} {case.key}: no invalid occurrence in history")
     firing = [c for c in cases if c.error is None and c.damage is None]
-    # Judged from a second after the workers started: what came due before ran late, rightly.
-    judged = []
+    # Judged from a second after the workers started (what came due before ran late, rightly),
+    # in two parts: while the workers were meeting the bad rules, and after.
+    met = max(
+        (datetime.fromisoformat(line["ts"]) for line in logs if line["level"] == "ERROR"),
+        default=started,
+    )
+    meeting: list[Occurrence] = []
+    after: list[Occurrence] = []
     for case in firing:
         trigger = schedules[case.key].trigger
         assert trigger is not None
-        judged += [
-            (case.key, i.at)
-            for i in trigger.instances_within(started + timedelta(seconds=1), stopped)
-        ]
-    missed = sum(1 for o in judged if ran[o] == 0)
-    twice = sum(1 for o in judged if ran[o] > 1)
-    first_run = {}
+        for instance in trigger.instances_within(started + timedelta(seconds=1), stopped):
+            part = meeting if instance.at <= met + timedelta(seconds=1) else after
+            part.append((case.key, instance.at))
+    rows = history(postgres_url)
+    first_run: dict[Occurrence, float] = {}
     for effect in sorted(found, key=lambda e: e.ran_at, reverse=True):
         first_run[effect.occurrence] = effect.ran_at
-    lags = [first_run[o] - o[1].timestamp() for o in judged if o in first_run]
     whole = {
         c.key: f"payload={len(json.dumps(c.payload))}" for c in firing if c.kind == "1 MB payload"
     }
@@ -286,19 +340,21 @@ def test_thousands_of_hostile_schedules_get_their_error_or_invalid_and_the_rest_
     )
     report(
         f"{sum(1 for c in cases if c.error and isinstance(c.raised, c.error))} refused with their "
-        f"error, {sum(1 for c in damaged if schedules[c.key].status == 'invalid')} invalid; "
-        f"{len(firing)} firing: {len(judged)} occurrences in {RUN_S:.0f} s, {missed} missed, "
-        f"{twice} twice, late by median {statistics.median(lags or [0]):.2f} s, max "
-        f"{max(lags, default=0):.2f} s; "
-        f"1 MB payloads run {sum(1 for e in found if e.key in whole)} times, {len(torn)} torn; "
-        f"{len(problems)} problems"
+        f"error, {sum(1 for c in damaged if schedules[c.key].status == 'invalid')} invalid, "
+        f"{len(problems)} problems; {len(firing)} firing; 1 MB payloads run "
+        f"{sum(1 for e in found if e.key in whole)} times, {len(torn)} torn"
     )
+    judged = {}
+    for name, part in (("while meeting the bad rules", meeting), ("after", after)):
+        judged[name] = _timing(part, ran, rows, first_run)
+        report(f"{name} ({_span(part)}): {judged[name]}")
     # The workers' only ERROR lines: one per schedule whose stored rule no longer reads.
     errors = [line["message"] for line in logs if line["level"] == "ERROR"]
     unexpected = [m for m in errors if "its stored trigger no longer reads" not in m]
     assert problems == [], f"{len(problems)} problems, the first: {problems[:10]}"
-    assert (missed, twice) == (0, 0)
-    assert max(lags, default=0) < ON_TIME_S, sorted(lags)[-10:]
+    for name, timing in judged.items():
+        assert (timing.missed, timing.silent, timing.twice) == (0, 0, 0), name
+        assert timing.late_max < ON_TIME_S, name
     assert all(
         s.trigger is not None and s.trigger.next_after(s.created_at + timedelta(days=367)) is None
         for c in firing
