@@ -103,7 +103,7 @@ def schedule_every_second(url: str, per_mode: int, modes: Iterable[str] = MODES)
 
 
 @contextmanager
-def delivery_workers(
+def fault_workers(
     url: str, tmp_path: Path, *args: str, app: str = APP, **env: str
 ) -> Iterator[Workers]:
     """`oncely run` processes of ``app`` (none started yet) logging JSON, effects in tmp_path;

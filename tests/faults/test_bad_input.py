@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from _faults import Row, delivery_workers, effects, history, prepare, runs, scaled, scheduling_app
+from _faults import Row, effects, fault_workers, history, prepare, runs, scaled, scheduling_app
 
 import oncely
 from _processes import json_lines, terminate, wait_until
@@ -287,7 +287,7 @@ def test_thousands_of_hostile_schedules_get_their_error_or_invalid_and_the_rest_
     saved_s = time.monotonic() - began
     damaged = [c for c in cases if c.damage is not None]
     _damage(postgres_url, damaged)
-    with delivery_workers(postgres_url, tmp_path) as group:
+    with fault_workers(postgres_url, tmp_path) as group:
         group.start()
         group.start()
         wait_until(group.ready, timeout=30, what="the workers to start")

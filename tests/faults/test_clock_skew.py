@@ -31,8 +31,8 @@ from pathlib import Path
 import pytest
 from _faults import (
     MODES,
-    delivery_workers,
     effects,
+    fault_workers,
     history,
     prepare,
     runs,
@@ -78,7 +78,7 @@ class Counts:
 def _run(url: str, tmp_path: Path, lease_s: float) -> dict[str, Counts]:
     prepare(url)
     keys = schedule_every_second(url, PER_MODE)
-    with delivery_workers(url, tmp_path, lease_s=str(lease_s), sleep_s=str(WORK_S)) as group:
+    with fault_workers(url, tmp_path, lease_s=str(lease_s), sleep_s=str(WORK_S)) as group:
         group.start(env={"ONCELY_TEST_SKEW_S": "0"})
         group.start(env={"ONCELY_TEST_SKEW_S": str(SKEW_S)})
         wait_until(group.ready, timeout=30, what="the workers to start")

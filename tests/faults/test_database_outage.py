@@ -31,8 +31,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from _faults import (
     MODES,
-    delivery_workers,
     effects,
+    fault_workers,
     history,
     prepare,
     runs,
@@ -141,7 +141,7 @@ def test_workers_ride_out_a_database_outage_and_account_for_every_occurrence(
     keys = schedule_every_second(postgres_url, PER_MODE)
     with (
         _proxied(postgres_url) as (proxy, through),
-        delivery_workers(through, tmp_path, "--http", "127.0.0.1:0", lease_s=str(LEASE_S)) as group,
+        fault_workers(through, tmp_path, "--http", "127.0.0.1:0", lease_s=str(LEASE_S)) as group,
     ):
         first, second = group.start(), group.start()
         wait_until(group.ready, timeout=30, what="the workers to start")

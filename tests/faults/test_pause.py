@@ -20,8 +20,8 @@ from pathlib import Path
 import psycopg
 from _faults import (
     Effect,
-    delivery_workers,
     effects,
+    fault_workers,
     history,
     prepare,
     schedule_every_second,
@@ -55,7 +55,7 @@ def test_a_worker_paused_past_its_lease_is_refused_twice(
     schedule_every_second(postgres_url, 2, modes=["at_least_once"])
     with psycopg.connect(postgres_url, autocommit=True) as connection:
         connection.execute("INSERT INTO fault_downstream (name, last_token) VALUES (%s, 0)", (KEY,))
-    with delivery_workers(postgres_url, tmp_path, lease_s=str(LEASE_S)) as group:
+    with fault_workers(postgres_url, tmp_path, lease_s=str(LEASE_S)) as group:
         group.start()
         group.start()
         wait_until(group.ready, timeout=30, what="the workers to start")

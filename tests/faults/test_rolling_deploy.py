@@ -24,7 +24,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from _faults import LONG, Effect, delivery_workers, effects, prepare, scaled, seconds_between
+from _faults import LONG, Effect, effects, fault_workers, prepare, scaled, seconds_between
 
 from _processes import Workers, terminate, wait_until
 
@@ -67,7 +67,7 @@ def test_old_and_new_versions_side_by_side_then_the_old_ones_stop(
     postgres_url: str, tmp_path: Path, report: Callable[[str], None]
 ) -> None:
     prepare(postgres_url)
-    with delivery_workers(postgres_url, tmp_path, app=V1) as group:
+    with fault_workers(postgres_url, tmp_path, app=V1) as group:
         old = _start(group, V1, 2)
         started = datetime.now(UTC)
         time.sleep(ALONE_S)
@@ -139,7 +139,7 @@ def test_an_old_worker_started_mid_deploy_puts_its_triggers_back(
     postgres_url: str, tmp_path: Path, report: Callable[[str], None]
 ) -> None:
     prepare(postgres_url)
-    with delivery_workers(postgres_url, tmp_path, app=V1) as group:
+    with fault_workers(postgres_url, tmp_path, app=V1) as group:
         _start(group, V1, 1)
         _start(group, V2, 1)
         _switched(postgres_url)
