@@ -14,11 +14,12 @@ LINT_PATHS := $(wildcard src tests bench examples)
 
 .DEFAULT_GOAL := help
 
-.PHONY: help venv .venv demo lint test docs bench bench-peers clean
+.PHONY: help venv .venv demo lint test faults docs bench bench-peers clean
 
 help:
 	@echo "make demo   create .venv, install, run the example app with two worker processes"
 	@echo "make test   create .venv, install dev deps, run lint and the whole test suite"
+	@echo "make faults the fault suite's long version (kills, pauses, outages, skew, deploys, bad input)"
 	@echo "make docs   install the docs tools into .venv, build the site into site/ (mkdocs --strict)"
 	@echo "make lint   ruff check, ruff format --check, mypy (strict on src/), oncely lint src"
 	@echo "make bench  run bench/recurrence.py, engine.py, worker.py (oncely alone) and locks.py"
@@ -68,6 +69,11 @@ $(DOCS_STAMP): $(STAMP) pyproject.toml
 # says nothing about these pages.
 docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# `make test` runs the fault suite's short version; this is the long one. Its counts are printed
+# in a section at the end.
+faults: $(STAMP)
+	ONCELY_FAULTS=long $(BIN)/pytest tests/faults -m faults $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/recurrence.py

@@ -658,14 +658,52 @@ def _instance_at(when: datetime) -> Instance:
 
 
 def _check_key(app: App, tenant: str | None, key: str) -> None:
+    """Raise `InvalidSchedule` for a key (or tenant) no store can keep, in words a person can act
+    on: the driver's errors said nothing of the key, or claimed the database was unreachable."""
     if not isinstance(key, str) or not key:
-        raise InvalidSchedule(f"key={key!r} is not a schedule key", hint="use a non-empty str")
+        raise InvalidSchedule(
+            f"key={_shown(key)} is not a schedule key", hint="use a non-empty str"
+        )
+    for what, value, limit in (("key", key, _KEY_BYTES), ("tenant", tenant, _TENANT_BYTES)):
+        why = None if value is None else _unstorable(value, limit)
+        if why is not None:
+            raise InvalidSchedule(
+                f"{what}={_shown(value)} {why}",
+                hint=f"use at most {limit} bytes of UTF-8 text without NUL characters",
+            )
     declared = app._jobs.get(key)
     if tenant is None and declared is not None and declared.trigger is not None:
         raise InvalidSchedule(
             f"key {key!r} is the schedule of code-declared job {key!r}",
             hint="choose another key, e.g. f'{job}:{id}'",
         )
+
+
+# A key and its tenant together are one entry of a PostgreSQL unique index, whose entries hold
+# at most about 2,700 bytes; these bounds leave room for both.
+_KEY_BYTES = 1024
+_TENANT_BYTES = 256
+
+
+def _unstorable(text: str, limit: int) -> str | None:
+    """Why ``text`` cannot be a key or tenant, or None: PostgreSQL text holds no NUL, UTF-8 no
+    half of a surrogate pair, an index entry only so many bytes (SQLite takes all three; both
+    stores must refuse the same keys)."""
+    if "\x00" in text:
+        return "holds a NUL character"
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "holds half of a surrogate pair, which is not text"
+    if size > limit:
+        return f"is {size} bytes long as UTF-8"
+    return None
+
+
+def _shown(value: object) -> str:
+    """``repr(value)``, cut short: an error message quotes a key, never a megabyte of it."""
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:57]}..."
 
 
 def _require_start(trigger: RRule, job: str) -> None:

@@ -9,9 +9,12 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from _processes import terminate, wait_until, workers
 
 import oncely
+from _processes import terminate, wait_until, workers
+
+HERE = Path(__file__).resolve().parent
+APP = "_worker_app:app"
 
 
 def _status(url: str, key: str) -> tuple[str, str | None] | None:
@@ -47,7 +50,7 @@ def test_sigterm_waits_for_running_handlers_up_to_the_drain_timeout(
         "ONCELY_TEST_SLEEP": str(sleep_s),
         "ONCELY_TEST_STARTED": str(started),
     }
-    with workers(env, tmp_path, "--drain-timeout", str(drain_s)) as group:
+    with workers(APP, HERE, env, tmp_path, "--drain-timeout", str(drain_s)) as group:
         process = group.start()
         _defer_slow(postgres_url, "slow-1")
         wait_until(started.exists, 20, "the handler to start")
@@ -73,7 +76,7 @@ def test_a_second_signal_exits_at_once(postgres_url: str, tmp_path: Path) -> Non
         "ONCELY_TEST_SLEEP": "60",
         "ONCELY_TEST_STARTED": str(started),
     }
-    with workers(env, tmp_path, "--drain-timeout", "30") as group:
+    with workers(APP, HERE, env, tmp_path, "--drain-timeout", "30") as group:
         process = group.start()
         _defer_slow(postgres_url, "slow-2")
         wait_until(started.exists, 20, "the handler to start")

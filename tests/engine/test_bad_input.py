@@ -64,12 +64,63 @@ def test_an_invalid_rule(app: oncely.App, remind: oncely.Job) -> None:
     unchanged(app)
 
 
+@pytest.mark.parametrize(
+    ("payload", "says"),
+    [
+        ({"x": "a\x00b"}, "NUL"),
+        ({"k\x00": 1}, "NUL"),
+        ([{"x": "\ud800"}], "surrogate"),
+        (None, "nested too deeply"),
+    ],
+)
+def test_a_payload_no_store_can_keep(
+    app: oncely.App, remind: oncely.Job, payload: object, says: str
+) -> None:
+    # PostgreSQL refused the strings with its own words and SQLite kept them; the deep one
+    # escaped as RecursionError.
+    if payload is None:
+        payload = deep = []
+        for _ in range(100_000):
+            deep.append([])
+            deep = deep[0]
+    with pytest.raises(oncely.InvalidPayload, match=says):
+        app.schedule(remind, oncely.every(hours=2), key="kept", payload=payload)
+    with pytest.raises(oncely.InvalidPayload, match=says):
+        app.defer(remind, at=app.now(), key="other", payload=payload)
+    unchanged(app)
+
+
 def test_a_payload_that_is_not_json(app: oncely.App, remind: oncely.Job) -> None:
     with pytest.raises(oncely.InvalidPayload, match="JSON"):
         app.schedule(remind, oncely.every(hours=2), key="kept", payload={"when": object()})
     with pytest.raises(oncely.InvalidPayload):
         app.defer(remind, at=app.now(), key="kept", payload=float("nan"))
     unchanged(app)
+
+
+@pytest.mark.parametrize(
+    ("key", "tenant", "says"),
+    [
+        ("a\x00b", None, "NUL"),
+        ("\udcff", None, "surrogate"),
+        ("k" * 1025, None, "1025 bytes"),
+        ("\U0001f642" * 257, None, "1028 bytes"),
+        ("kept", "acme\x00", "tenant='acme.* holds a NUL"),
+        ("kept", "t" * 257, "257 bytes"),
+    ],
+)
+def test_a_key_or_tenant_no_store_can_keep(
+    app: oncely.App, remind: oncely.Job, key: str, tenant: str | None, says: str
+) -> None:
+    # PostgreSQL refused these with its own words (or as "unavailable", for a long key); SQLite
+    # kept them. Both stores must take the same keys.
+    with pytest.raises(oncely.InvalidSchedule, match=says) as raised:
+        app.schedule(remind, oncely.every(hours=2), key=key, tenant=tenant)
+    assert len(str(raised.value)) < 200
+    with pytest.raises(oncely.InvalidSchedule, match=says):
+        app.defer(remind, at=app.now(), key=key, tenant=tenant)
+    unchanged(app)
+    app.schedule(remind, oncely.every(hours=2), key="k" * 1024, tenant="t" * 256)
 
 
 def test_a_tenant_mismatch(app: oncely.App, remind: oncely.Job) -> None:

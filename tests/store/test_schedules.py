@@ -130,6 +130,21 @@ def test_a_stored_trigger_that_no_longer_reads_marks_only_its_schedule_invalid(
     assert store.get_schedule(None, "bad").status == "invalid"
 
 
+def test_marking_schedules_invalid_returns_those_this_call_stopped(store: Store) -> None:
+    # Two workers that meet the same bad rule at once both mark it; only the first may log it.
+    save(store, key="bad")
+    save(store, key="worse", tenant="acme")
+    for key in ("bad", "worse"):
+        _corrupt_trigger(store, key)
+    both = [(None, "bad", "invalid: FREQ=NEVERLY"), ("acme", "worse", "invalid: FREQ=NEVERLY")]
+    assert store.mark_invalid(both, LATER) == [(None, "bad"), ("acme", "worse")]
+    assert store.mark_invalid(both, LATER) == []
+    assert store.mark_invalid([(None, "missing", "invalid")], LATER) == []
+    assert store.mark_invalid([], LATER) == []
+    assert [o.status for o in store.history(None, key="bad")] == ["invalid"]
+    assert [o.reason for o in store.history("acme", key="worse")] == ["invalid: FREQ=NEVERLY"]
+
+
 def _corrupt_trigger(store: Store, key: str) -> None:
     """Write a rule no version of oncely accepts straight into the row, as bad data would be."""
     spec = '{"kind": "rrule", "v": 1, "rule": "FREQ=NEVERLY"}'

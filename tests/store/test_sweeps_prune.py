@@ -86,7 +86,7 @@ def invalid(store: Store, key: str, when: datetime) -> None:
         next_run_at=when,
         now=when,
     )
-    store.mark_invalid(None, key, "its rule no longer reads", when)
+    store.mark_invalid([(None, key, "its rule no longer reads")], when)
 
 
 def statuses(store: Store) -> dict[str, str]:

@@ -180,30 +180,39 @@ class Engine:
             due = self.store.due_schedules(until, self.jobs, _SCHEDULE_BATCH)
             fresh = [s for s in due if (s.tenant, s.key) not in seen]
             batch: list[Materialisation] = []
+            unreadable = []
             for schedule in fresh:
                 seen.add((schedule.tenant, schedule.key))
-                item = self._plan(schedule, until, report)
-                if item is not None:
-                    batch.append(item)
+                if schedule.trigger is None:
+                    unreadable.append(schedule)
+                    continue
+                batch.append(self._plan(schedule, until))
             report.materialised += self.store.materialise_many(batch, now)
+            self._stop_invalid(unreadable, now, report)
             if len(due) < _SCHEDULE_BATCH or not fresh:
                 return
 
-    def _plan(
-        self, schedule: Schedule, now: datetime, report: TickReport
-    ) -> Materialisation | None:
-        job = self.jobs[schedule.job]
-        if schedule.trigger is None:
-            reason = f"invalid: {schedule.status_reason}"
-            self.store.mark_invalid(schedule.tenant, schedule.key, reason, now)
+    def _stop_invalid(self, unreadable: list[Schedule], now: datetime, report: TickReport) -> None:
+        """Stop the schedules whose stored trigger no longer reads, after the batch's others are
+        written; log each one this worker stopped (another may have stopped it first)."""
+        if not unreadable:
+            return
+        reasons = {(s.tenant, s.key): s.status_reason for s in unreadable}
+        stopped = self.store.mark_invalid(
+            [(s.tenant, s.key, f"invalid: {s.status_reason}") for s in unreadable], now
+        )
+        for tenant, key in stopped:
             report.invalid += 1
             log.error(
                 "oncely: schedule %r stopped: its stored trigger no longer reads (%s); every "
                 "other schedule goes on. Save it again with a valid trigger to restart it",
-                schedule.key,
-                schedule.status_reason,
+                key,
+                reasons[(tenant, key)],
             )
-            return None
+
+    def _plan(self, schedule: Schedule, now: datetime) -> Materialisation:
+        job = self.jobs[schedule.job]
+        assert schedule.trigger is not None
         assert schedule.next_run_at is not None
         decided = plan(schedule.trigger, schedule.next_run_at, job, now)
         return Materialisation(

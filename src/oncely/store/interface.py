@@ -180,11 +180,18 @@ class Store(ABC):
         """
 
     @abstractmethod
-    def mark_invalid(self, tenant: str | None, key: str, reason: str, now: datetime) -> None:
-        """Stop schedule (tenant, key) as ``invalid`` and record its next run as an invalid one.
+    def mark_invalid(
+        self, schedules: Sequence[tuple[str | None, str, str]], now: datetime
+    ) -> list[tuple[str | None, str]]:
+        """Stop each (tenant, key, reason) of ``schedules`` as ``invalid``, recording its next run
+        as an invalid occurrence with the reason, all in one transaction; return the (tenant, key)
+        of those this call stopped.
 
-        Only this schedule stops; the occurrence row says why, so history answers "why didn't it
-        fire?". A schedule already stopped is left as it is.
+        Only these schedules stop; the occurrence row says why, so history answers "why didn't
+        it fire?". A schedule already stopped (or gone) is left as it is and not returned: of
+        workers that met the same bad rule at once, only the one that stopped it says so. One
+        transaction for all: thousands of bad rules, one commit each, held up every schedule due
+        with them for seconds.
         """
 
     @abstractmethod

@@ -344,21 +344,31 @@ class PostgresStore(Store):
             rows = connection.execute(self._sql["due_schedules"], params).fetchall()
         return [records.schedule(row) for row in rows]
 
-    def mark_invalid(self, tenant: str | None, key: str, reason: str, now: datetime) -> None:
-        params = {"tenant": tenant_column(tenant), "key": key}
+    def mark_invalid(
+        self, schedules: Sequence[tuple[str | None, str, str]], now: datetime
+    ) -> list[tuple[str | None, str]]:
+        stopped: list[tuple[str | None, str]] = []
+        if not schedules:
+            return stopped
         with self._connect() as connection:
-            found = connection.execute(self._sql["lock_schedule"], params).fetchone()
-            if found is None or found["status"] != "active":
-                return
-            connection.execute(
-                self._sql["mark_invalid"],
-                {"schedule_id": found["id"], "reason": reason, "now": now},
-            )
-            if found["next_run_at"] is not None:
-                invalid = claiming.invalid_occurrence_params(
-                    found["id"], params["tenant"], found["next_run_at"], reason, now
+            # Locked in one order by every caller: two workers meeting the same rules never
+            # deadlock.
+            for tenant, key, reason in sorted(schedules, key=lambda s: (s[0] or "", s[1])):
+                params = {"tenant": tenant_column(tenant), "key": key}
+                found = connection.execute(self._sql["lock_schedule"], params).fetchone()
+                if found is None or found["status"] != "active":
+                    continue
+                connection.execute(
+                    self._sql["mark_invalid"],
+                    {"schedule_id": found["id"], "reason": reason, "now": now},
                 )
-                connection.execute(self._sql["insert_occurrence"], invalid)
+                if found["next_run_at"] is not None:
+                    invalid = claiming.invalid_occurrence_params(
+                        found["id"], params["tenant"], found["next_run_at"], reason, now
+                    )
+                    connection.execute(self._sql["insert_occurrence"], invalid)
+                stopped.append((tenant, key))
+        return stopped
 
     def claim_due(
         self,

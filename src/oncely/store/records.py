@@ -28,14 +28,49 @@ SCHEDULE_COLUMNS = (
 
 
 def payload_json(payload: Any) -> str:
-    """``payload`` as JSON text; raise `InvalidPayload` naming what cannot be stored."""
+    """``payload`` as JSON text; raise `InvalidPayload` naming what cannot be stored.
+
+    Refused on both stores alike: what JSON cannot encode, nesting deeper than the encoder's
+    recursion, and strings PostgreSQL's jsonb refuses (a NUL character, half a surrogate pair),
+    which SQLite would have kept.
+    """
     try:
-        return json.dumps(payload, allow_nan=False, separators=(",", ":"), sort_keys=True)
+        text = json.dumps(payload, allow_nan=False, separators=(",", ":"), sort_keys=True)
+    except RecursionError as exc:
+        raise InvalidPayload(
+            "the payload is nested too deeply to be stored as JSON; flatten it"
+        ) from exc
     except (TypeError, ValueError) as exc:
         raise InvalidPayload(
             f"the payload cannot be stored as JSON ({exc}); pass dicts, lists, strings, numbers, "
             "booleans or None"
         ) from exc
+    why = _unstorable_string(payload)
+    if why is not None:
+        raise InvalidPayload(f"the payload cannot be stored: a string in it holds {why}")
+    return text
+
+
+def _unstorable_string(payload: Any) -> str | None:
+    """What makes a string (or key) of ``payload`` unstorable, or None. Walked with a stack, not
+    recursion: ``payload`` is as deep as the encoder allowed."""
+    stack = [payload]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            if "\x00" in value:
+                return "a NUL character"
+            if not value.isascii():
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError:
+                    return "half of a surrogate pair, which is not text"
+        elif isinstance(value, dict):
+            stack.extend(value)
+            stack.extend(value.values())
+        elif isinstance(value, list | tuple):
+            stack.extend(value)
+    return None
 
 
 def schedule_params(

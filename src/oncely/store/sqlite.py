@@ -342,21 +342,29 @@ class SqliteStore(Store):
             cursor = connection.execute(self._sql["due_schedules"], params)
             return [_schedule(cursor, row) for row in cursor.fetchall()]
 
-    def mark_invalid(self, tenant: str | None, key: str, reason: str, now: datetime) -> None:
-        params = {"tenant": tenant_column(tenant), "key": key}
+    def mark_invalid(
+        self, schedules: Sequence[tuple[str | None, str, str]], now: datetime
+    ) -> list[tuple[str | None, str]]:
+        stopped: list[tuple[str | None, str]] = []
+        if not schedules:
+            return stopped
         with self._write() as connection:
-            found = self._row(connection, "lock_schedule", params)
-            if found is None or found["status"] != "active":
-                return
-            connection.execute(
-                self._sql["mark_invalid"],
-                _bind({"schedule_id": found["id"], "reason": reason, "now": now}),
-            )
-            if found["next_run_at"] is not None:
-                invalid = claiming.invalid_occurrence_params(
-                    found["id"], params["tenant"], found["next_run_at"], reason, now
+            for tenant, key, reason in schedules:
+                params = {"tenant": tenant_column(tenant), "key": key}
+                found = self._row(connection, "lock_schedule", params)
+                if found is None or found["status"] != "active":
+                    continue
+                connection.execute(
+                    self._sql["mark_invalid"],
+                    _bind({"schedule_id": found["id"], "reason": reason, "now": now}),
                 )
-                connection.execute(self._sql["insert_occurrence"], _bind(invalid))
+                if found["next_run_at"] is not None:
+                    invalid = claiming.invalid_occurrence_params(
+                        found["id"], params["tenant"], found["next_run_at"], reason, now
+                    )
+                    connection.execute(self._sql["insert_occurrence"], _bind(invalid))
+                stopped.append((tenant, key))
+        return stopped
 
     def claim_due(
         self,

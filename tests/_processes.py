@@ -1,9 +1,14 @@
-"""Real processes for the acceptance tests (`oncely run` workers, web servers embedding oncely):
-start, signal, wait, always stop."""
+"""Real processes for the acceptance and fault tests (`oncely run` workers, web servers
+embedding oncely): start, signal, wait, always stop.
+
+Each process runs ``oncely run MODULE:APP`` from a directory holding the module, with the test's
+environment, and logs to its own file in ``logs`` (``worker-<n>.log``, in start order).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -13,52 +18,52 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-
-HERE = Path(__file__).resolve().parent
+from typing import Any
 
 
 class Workers:
-    """`oncely run _worker_app:app` processes sharing one environment; each logs to a file."""
+    """`oncely run` processes of one test; `start` may give one its own app or environment."""
 
-    def __init__(self, env: dict[str, str], logs: Path, *args: str) -> None:
+    def __init__(self, spec: str, cwd: Path, env: dict[str, str], logs: Path, *args: str) -> None:
+        self.spec = spec
+        self.cwd = cwd
         self.env = {**os.environ, **env}
         self.logs = logs
         self.args = args
         self.started: list[subprocess.Popen[bytes]] = []
 
-    def start(self) -> subprocess.Popen[bytes]:
-        log = self.logs / f"worker-{len(self.started)}.log"
+    def start(
+        self, spec: str | None = None, env: dict[str, str] | None = None, *args: str
+    ) -> subprocess.Popen[bytes]:
+        log = self.log_of(len(self.started))
+        command = ["run", spec or self.spec, *self.args, *args]
         with log.open("wb") as out:
             process = subprocess.Popen(
-                [sys.executable, "-m", "oncely.cli", "run", "_worker_app:app", *self.args],
-                cwd=HERE,
-                env=self.env,
+                [sys.executable, "-m", "oncely.cli", *command],
+                cwd=self.cwd,
+                env={**self.env, **(env or {})},
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )
         self.started.append(process)
         return process
 
+    def log_of(self, index: int) -> Path:
+        return self.logs / f"worker-{index}.log"
+
+    def text_of(self, process: subprocess.Popen[bytes]) -> str:
+        return self.log_of(self.started.index(process)).read_text(errors="replace")
+
     def ready(self) -> bool:
         """Every live worker has started its loop (its signal handlers are in place)."""
-        alive = {p.pid for p in self.alive()}
-        logs = [
-            path.read_text(errors="replace")
-            for n, path in enumerate(self._logs())
-            if self.started[n].pid in alive
-        ]
-        return all(" serving " in text for text in logs)
-
-    def _logs(self) -> list[Path]:
-        return [self.logs / f"worker-{n}.log" for n in range(len(self.started))]
+        return all(" serving " in self.text_of(p) for p in self.alive())
 
     def alive(self) -> list[subprocess.Popen[bytes]]:
         return [p for p in self.started if p.poll() is None]
 
     def output(self) -> str:
         return "\n".join(
-            f"--- {path.name}\n{path.read_text(errors='replace')}"
-            for path in sorted(self.logs.glob("worker-*.log"))
+            f"--- {self.log_of(n).name}\n{self.text_of(p)}" for n, p in enumerate(self.started)
         )
 
     def stop_all(self) -> None:
@@ -69,12 +74,24 @@ class Workers:
 
 
 @contextmanager
-def workers(env: dict[str, str], logs: Path, *args: str) -> Iterator[Workers]:
-    group = Workers(env, logs, *args)
+def workers(spec: str, cwd: Path, env: dict[str, str], logs: Path, *args: str) -> Iterator[Workers]:
+    group = Workers(spec, cwd, env, logs, *args)
     try:
         yield group
     finally:
         group.stop_all()
+
+
+def json_lines(text: str) -> list[dict[str, Any]]:
+    """The JSON log lines of a ``--log-format json`` worker's output (other lines skipped)."""
+    found = []
+    for line in text.splitlines():
+        if line.startswith("{"):
+            try:
+                found.append(json.loads(line))
+            except ValueError:
+                continue
+    return found
 
 
 def terminate(process: subprocess.Popen[bytes], within: float) -> tuple[int, float]:
