@@ -10,6 +10,7 @@ Every peer module exposes the same interface (see ``PeerModule``).
 from __future__ import annotations
 
 import importlib
+from collections.abc import Awaitable
 from typing import Any, Protocol, cast
 
 #: Peers in the order they are run and reported.
@@ -19,8 +20,10 @@ PEERS: tuple[str, ...] = ("procrastinate", "pgqueuer", "apscheduler")
 class PeerModule(Protocol):
     """What ``harness`` needs from a peer module.
 
-    ``install``, ``enqueue`` and ``work`` are coroutines taking the peer database's libpq DSN;
-    ``work`` runs until its process is killed, calling ``harness.record(n)`` for every job run.
+    ``install`` and ``enqueue`` are coroutines taking the peer database's libpq DSN (oncely's:
+    its database URL); ``work`` runs until its process is sent SIGTERM, calling
+    ``harness.record(n)`` for every job run. It is a coroutine for the peers, a plain function
+    for oncely, whose worker is synchronous.
     """
 
     #: Distribution names whose installed versions are reported.
@@ -32,7 +35,7 @@ class PeerModule(Protocol):
 
     async def enqueue(self, dsn: str, jobs: int) -> None: ...
 
-    async def work(self, dsn: str) -> None: ...
+    def work(self, dsn: str) -> Awaitable[None] | None: ...
 
     def unfinished(self, dsn: str) -> int:
         """Jobs the peer's own tables still hold as not finished."""

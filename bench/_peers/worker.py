@@ -2,12 +2,14 @@
 
 It imports the peer's library, opens its record file, prints ``ready`` and waits for ``go`` on
 stdin, so that interpreter start-up and imports stay outside the timed drain. After ``go`` it
-runs the peer's worker until it is sent SIGTERM (Python's default action: exit at once).
+runs the peer's worker until it is sent SIGTERM: a peer that installs no handler exits at once
+(Python's default action); oncely's worker drains and returns.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import sys
 
@@ -25,7 +27,9 @@ def main(argv: list[str]) -> int:
         return 1
     # From here on stdout goes to stderr's file: nobody reads the pipe, which could fill up.
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    asyncio.run(peer.work(dsn))
+    running = peer.work(dsn)
+    if inspect.iscoroutine(running):
+        asyncio.run(running)
     return 0
 
 
