@@ -1,16 +1,18 @@
-"""Support package of ``bench/peers.py``: the burst workload run through peer job queues.
+"""Support package of ``bench/peers.py`` and ``bench/peer_lag.py``: workloads run through peers.
 
 ``harness`` holds what is the same for every peer (databases, worker processes, the per-job
-record, the figures); each ``<name>_peer`` module holds one peer's set-up, enqueueing and worker.
-It is named ``_peers`` rather than ``peers`` so that it never shadows the ``peers.py`` entry point.
+record, the burst's figures); each ``<name>_peer`` module holds one peer's set-up, enqueueing
+and worker for the burst. ``lag`` is the lag benchmark's peer-neutral half and each
+``<name>_lag`` module one peer's schedules, one-off jobs and worker for it. The package is named
+``_peers`` rather than ``peers`` so that it never shadows the ``peers.py`` entry point.
 
-Every peer module exposes the same interface (see ``PeerModule``).
+Every peer module exposes the same interface (``PeerModule``, ``LagModule``).
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import Any, Protocol, cast
 
 #: Peers in the order they are run and reported.
@@ -42,6 +44,33 @@ class PeerModule(Protocol):
         ...
 
 
+class LagModule(Protocol):
+    """What ``lag`` needs from a peer's lag module.
+
+    Each handler's first act is ``started = time.time()``; it then calls
+    ``lag.record(key, due, started)`` once, ``due`` being the time (Unix seconds) the peer says
+    the run was scheduled for.
+    """
+
+    DISTRIBUTIONS: tuple[str, ...]
+    #: For each mode the peer can express ("recurring", "oneoff"): what it uses, in one line.
+    MODES: dict[str, str]
+    SETTINGS: dict[str, Any]
+    #: True if a recurring run can only record the due time of its key's next run (see
+    #: ``lag.chain_next_due``), not its own.
+    RECORDS_NEXT_DUE: bool
+
+    async def install(self, dsn: str) -> None: ...
+
+    async def plan(self, dsn: str, mode: str, schedules: int, slots: Sequence[int]) -> None:
+        """Store the workload: recurring schedules keyed ``s0..`` starting at ``slots[0]``
+        (nothing, for a peer whose schedules live in code), or one-off jobs ``s0..`` due at
+        every second of ``slots``."""
+        ...
+
+    async def work(self, dsn: str, mode: str, schedules: int) -> None: ...
+
+
 #: oncely itself, measured through the same harness by ``bench/engine.py``.
 SUBJECT = "oncely"
 
@@ -53,3 +82,10 @@ def load(name: str) -> PeerModule:
     if name not in PEERS:
         raise ValueError(f"unknown peer {name!r}; choose from {', '.join(PEERS)}")
     return cast(PeerModule, importlib.import_module(f"_peers.{name}_peer"))
+
+
+def load_lag(name: str) -> LagModule:
+    """Import and return the lag module of peer ``name`` (one of ``PEERS``)."""
+    if name not in PEERS:
+        raise ValueError(f"unknown peer {name!r}; choose from {', '.join(PEERS)}")
+    return cast(LagModule, importlib.import_module(f"_peers.{name}_lag"))

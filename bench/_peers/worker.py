@@ -1,7 +1,10 @@
-"""One benchmark worker process: ``python -m _peers.worker PEER DSN RECORD_FILE`` (cwd ``bench``).
+"""One benchmark worker process, started by ``harness.start_workers`` (cwd ``bench``)::
+
+    python -m _peers.worker PEER DSN RECORD_FILE                    # the burst
+    python -m _peers.worker PEER DSN RECORD_FILE MODE SCHEDULES     # lag (see ``_peers.lag``)
 
 It imports the peer's library, opens its record file, prints ``ready`` and waits for ``go`` on
-stdin, so that interpreter start-up and imports stay outside the timed drain. After ``go`` it
+stdin, so that interpreter start-up and imports stay outside what is timed. After ``go`` it
 runs the peer's worker until it is sent SIGTERM: a peer that installs no handler exits at once
 (Python's default action); oncely's worker drains and returns.
 """
@@ -9,17 +12,22 @@ runs the peer's worker until it is sent SIGTERM: a peer that installs no handler
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import os
 import sys
 
-from _peers import harness, load
+from _peers import harness, load, load_lag
 
 
 def main(argv: list[str]) -> int:
     """Run one worker of peer ``argv[0]`` on database ``argv[1]``, recording to ``argv[2]``."""
-    peer_name, dsn, record_path = argv
-    peer = load(peer_name)
+    peer_name, dsn, record_path, *workload = argv
+    if workload:
+        mode, schedules = workload
+        start = functools.partial(load_lag(peer_name).work, dsn, mode, int(schedules))
+    else:
+        start = functools.partial(load(peer_name).work, dsn)
     harness.open_record(record_path)
     sys.stdout.write("ready\n")
     sys.stdout.flush()
@@ -27,9 +35,9 @@ def main(argv: list[str]) -> int:
         return 1
     # From here on stdout goes to stderr's file: nobody reads the pipe, which could fill up.
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    running = peer.work(dsn)
-    if inspect.iscoroutine(running):
-        asyncio.run(running)
+    work = start()
+    if inspect.iscoroutine(work):
+        asyncio.run(work)
     return 0
 
 
