@@ -7,7 +7,7 @@ measurement, dropped afterwards) and on SQLite (a file in a temp dir).
 Lag (``bench/_worker_lag.py``): ``--schedules`` schedules (1,000), each ``every(seconds=1)``,
 run for ``--seconds`` (60) by 2 worker processes on PostgreSQL and 1 on SQLite; with
 ``--modes oneoff`` (or ``recurring oneoff``), also one-offs (``app.defer``), ``--schedules`` due
-at each whole second of the run, the workload every peer can express (``bench/peer_lag.py``
+at each whole second of the run, the workload every peer can express (``bench/peer_worker.py``
 measures the peers the same way). Reported: the
 p50/p90/p99/max of handler start minus ``scheduled_for`` over the occurrences due in the window
 (the run without its first and last ``--margin`` seconds), occurrences run, duplicates, misses,

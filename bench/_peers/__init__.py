@@ -1,12 +1,13 @@
-"""Support package of ``bench/peers.py`` and ``bench/peer_lag.py``: workloads run through peers.
+"""Support package of ``bench/peers.py`` and ``bench/peer_worker.py``: peers under workloads.
 
 ``harness`` holds what is the same for every peer (databases, worker processes, the per-job
 record, the burst's figures); each ``<name>_peer`` module holds one peer's set-up, enqueueing
-and worker for the burst. ``lag`` is the lag benchmark's peer-neutral half and each
-``<name>_lag`` module one peer's schedules, one-off jobs and worker for it. The package is named
+and worker for the burst. ``lag`` and ``idle`` are the peer-neutral halves of
+``bench/peer_worker.py``, and each ``<name>_schedules`` module holds one peer's schedules,
+one-off jobs and worker for them. The package is named
 ``_peers`` rather than ``peers`` so that it never shadows the ``peers.py`` entry point.
 
-Every peer module exposes the same interface (``PeerModule``, ``LagModule``).
+Every peer module exposes the same interface (``PeerModule``, ``ScheduleModule``).
 """
 
 from __future__ import annotations
@@ -44,16 +45,18 @@ class PeerModule(Protocol):
         ...
 
 
-class LagModule(Protocol):
-    """What ``lag`` needs from a peer's lag module.
+class ScheduleModule(Protocol):
+    """What ``lag`` and ``idle`` need from a peer's schedules module.
 
-    Each handler's first act is ``started = time.time()``; it then calls
-    ``lag.record(key, due, started)`` once, ``due`` being the time (Unix seconds) the peer says
-    the run was scheduled for.
+    Workloads (*modes*): ``recurring`` (``schedules`` keys ``s0..`` firing every second),
+    ``oneoff`` (one-off jobs for those keys due at given seconds) and ``idle`` (``schedules``
+    hourly schedules, none due before ``start``). Each handler's first act is
+    ``started = time.time()``; it then calls ``lag.record(key, due, started)`` once, ``due``
+    being the time (Unix seconds) the peer says the run was scheduled for.
     """
 
     DISTRIBUTIONS: tuple[str, ...]
-    #: For each mode the peer can express ("recurring", "oneoff"): what it uses, in one line.
+    #: For each mode the peer can express: what it uses, in one line.
     MODES: dict[str, str]
     SETTINGS: dict[str, Any]
     #: True if a recurring run can only record the due time of its key's next run (see
@@ -63,12 +66,14 @@ class LagModule(Protocol):
     async def install(self, dsn: str) -> None: ...
 
     async def plan(self, dsn: str, mode: str, schedules: int, slots: Sequence[int]) -> None:
-        """Store the workload: recurring schedules keyed ``s0..`` starting at ``slots[0]``
-        (nothing, for a peer whose schedules live in code), or one-off jobs ``s0..`` due at
-        every second of ``slots``."""
+        """Store the workload of ``mode``: schedules first due at ``slots[0]``, or one-off jobs
+        due at every second of ``slots``. A peer whose schedules live in code stores nothing
+        here; its workers register them."""
         ...
 
-    async def work(self, dsn: str, mode: str, schedules: int) -> None: ...
+    async def work(self, dsn: str, mode: str, schedules: int, start: int) -> None:
+        """Run one worker until killed; ``start`` is the workload's ``slots[0]``."""
+        ...
 
 
 #: oncely itself, measured through the same harness by ``bench/engine.py``.
@@ -84,8 +89,8 @@ def load(name: str) -> PeerModule:
     return cast(PeerModule, importlib.import_module(f"_peers.{name}_peer"))
 
 
-def load_lag(name: str) -> LagModule:
-    """Import and return the lag module of peer ``name`` (one of ``PEERS``)."""
+def load_schedules(name: str) -> ScheduleModule:
+    """Import and return the schedules module of peer ``name`` (one of ``PEERS``)."""
     if name not in PEERS:
         raise ValueError(f"unknown peer {name!r}; choose from {', '.join(PEERS)}")
-    return cast(LagModule, importlib.import_module(f"_peers.{name}_lag"))
+    return cast(ScheduleModule, importlib.import_module(f"_peers.{name}_schedules"))

@@ -2,7 +2,7 @@
 
 Lag is how late a scheduler starts what is due: handler start minus the time the run was due.
 ``bench/_worker_lag.py`` measures it for ``oncely run``; this module measures it the same way
-for the peers (``bench/peer_lag.py``), and the figures of both come from ``figures`` here.
+for the peers (``bench/peer_worker.py``), and the figures of both come from ``figures`` here.
 
 Two workloads (*modes*), each ``schedules`` keys (``s0``, ``s1``, ...) due at every whole second:
 
@@ -18,9 +18,11 @@ One run of one peer and mode, on a new database ``bench_lag_<peer>_<pid>``:
    second (``schedules`` jobs due an hour after the run, which stay in the queue and never come
    due) is enqueued first and timed; from its pace the start ``base`` is chosen so that the rest
    is enqueued, and the workers have started, before it (``plan_oneoff``);
-2. ``workers`` processes (``python -m _peers.worker PEER DSN RECORD MODE SCHEDULES``) import,
-   open their record file, say "ready", and are told "go" at ``t0`` (for ``oneoff``: at ``base``,
-   or late, which ``late_start_s`` reports);
+2. ``workers`` processes (``python -m _peers.worker PEER DSN RECORD MODE SCHEDULES START``)
+   import, open their record file, say "ready", and are told "go" at ``t0``: at once for
+   ``recurring`` (the start is then ``t0``), ``GO_AHEAD_S`` before ``base`` for ``oneoff`` (the
+   start is ``base``; ``late_start_s`` says by how much the workers started after it, if they
+   did);
 3. every handler's first act is ``started = time.time()``; it then appends
    ``"<key> <due> <started>"`` to its process's own record file with one ``write(2)`` (O_APPEND);
 4. the window is the whole seconds from ``margin`` after the start to ``margin`` before the end
@@ -47,7 +49,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from _peers import LagModule, harness
+from _peers import ScheduleModule, harness
 
 MODES = ("recurring", "oneoff")
 #: Seconds the pilot's jobs lie beyond the end of the run: they never come due while measured.
@@ -56,6 +58,9 @@ PILOT_AHEAD_S = 3600
 #: the workers to import and say ready, so that both end before the first second is due.
 LEAD_FACTOR = 1.5
 STARTUP_S = 5.0
+#: One-offs: the peers' workers are told "go" this long before the first second is due, so they
+#: have connected and are waiting for it, as oncely's workers (started after enqueueing) are.
+GO_AHEAD_S = 2.0
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -193,7 +198,7 @@ def chain_next_due(runs: Iterable[Record]) -> list[Record]:
 
 def run_lag(
     name: str,
-    peer: LagModule,
+    peer: ScheduleModule,
     server: str,
     *,
     mode: str,
@@ -217,22 +222,25 @@ def run_lag(
         base: int | None = None
         if mode == "oneoff":
             base, enqueue_s = plan_oneoff(enqueue, seconds)
+            first = base
         else:
+            first = math.ceil(time.time())
             started = time.perf_counter()
-            enqueue([math.ceil(time.time())])
+            enqueue([first])
             enqueue_s = time.perf_counter() - started
         procs, records, logs = harness.start_workers(
-            name, dsn, workers, Path(tmp), [mode, str(schedules)]
+            name, dsn, workers, Path(tmp), [mode, str(schedules), str(first)]
         )
         try:
-            t0 = harness.release_workers(name, procs, logs, at=base)
+            go = None if base is None else base - GO_AHEAD_S
+            t0 = harness.release_workers(name, procs, logs, at=go)
             start = t0 if base is None else base
             w0, w1 = window(t0, start, seconds, margin)
-            _sleep_until(w0, name, procs, logs)
+            sleep_until(w0, name, procs, logs)
             cpu0 = sum(cpu_seconds(proc.pid) for proc in procs)
-            _sleep_until(w1, name, procs, logs)
+            sleep_until(w1, name, procs, logs)
             cpu1 = sum(cpu_seconds(proc.pid) for proc in procs)
-            _sleep_until(start + seconds, name, procs, logs)
+            sleep_until(start + seconds, name, procs, logs)
         finally:
             harness.stop_workers(procs)
         runs = read_records(records)
@@ -247,7 +255,7 @@ def run_lag(
     return result
 
 
-def _sleep_until(moment: float, name: str, procs: Any, logs: list[Path]) -> None:
+def sleep_until(moment: float, name: str, procs: Any, logs: list[Path]) -> None:
     while (left := moment - time.time()) > 0:
         time.sleep(min(left, 1.0))
         harness.check_workers(name, procs, logs)

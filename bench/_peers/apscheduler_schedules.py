@@ -1,7 +1,8 @@
-"""APScheduler 4: lag of ``IntervalTrigger(seconds=1)`` schedules and ``DateTrigger`` one-offs.
+"""APScheduler 4: ``IntervalTrigger`` schedules and ``DateTrigger`` one-offs.
 
-Both modes are APScheduler's own. Recurring: ``schedules`` schedules
+Every mode is APScheduler's own. Recurring: ``schedules`` schedules
 ``add_schedule(TASK_ID, IntervalTrigger(seconds=1, start_time=<a whole second>), id="s<n>")``.
+Idle: the same with ``IntervalTrigger(hours=1, start_time=<start>)``.
 One-off: one ``add_schedule(TASK_ID, DateTrigger(<second>), id="s<n>@<second>")`` per job
 (a job due later is a schedule in APScheduler 4: ``add_job`` runs at once), ``ENQUEUE_CONCURRENCY``
 calls at a time, as for the burst (it has no batch API). The handler reads the time the run was
@@ -37,6 +38,7 @@ ENQUEUE_CONCURRENCY = 10
 MODES = {
     "recurring": "add_schedule(IntervalTrigger(seconds=1)) per key",
     "oneoff": "add_schedule(DateTrigger(at)) per job",
+    "idle": "add_schedule(IntervalTrigger(hours=1)) per key",
 }
 SETTINGS: dict[str, Any] = {
     "data_store": "SQLAlchemyDataStore (postgresql+psycopg)",
@@ -51,7 +53,7 @@ RECORDS_NEXT_DUE = False
 
 
 async def fire(key: str) -> None:
-    """The task's callable (``_peers.apscheduler_lag:fire``)."""
+    """The task's callable (``_peers.apscheduler_schedules:fire``)."""
     started = time.time()
     due = current_job.get().scheduled_fire_time
     assert due is not None, "a scheduled job has a fire time"
@@ -74,11 +76,11 @@ async def install(dsn: str) -> None:
 
 async def plan(dsn: str, mode: str, schedules: int, slots: Sequence[int]) -> None:
     """Add the recurring schedules (from ``slots[0]``) or the one-offs due at every slot."""
-    if mode == "recurring":
+    if mode in ("recurring", "idle"):
         start = datetime.fromtimestamp(slots[0], UTC)
+        every = {"seconds": 1} if mode == "recurring" else {"hours": 1}
         additions = [
-            (f"s{n}", IntervalTrigger(seconds=1, start_time=start), f"s{n}")
-            for n in range(schedules)
+            (f"s{n}", IntervalTrigger(**every, start_time=start), f"s{n}") for n in range(schedules)
         ]
     else:
         additions = [
@@ -101,7 +103,7 @@ async def plan(dsn: str, mode: str, schedules: int, slots: Sequence[int]) -> Non
         await engine.dispose()
 
 
-async def work(dsn: str, mode: str, schedules: int) -> None:
+async def work(dsn: str, mode: str, schedules: int, start: int) -> None:
     """Run one AsyncScheduler (role both) until the process is killed."""
     engine = engine_for(dsn)
     async with scheduler_for(engine, max_concurrent_jobs=MAX_CONCURRENT_JOBS) as scheduler:

@@ -1,4 +1,4 @@
-"""pgqueuer: lag of its cron schedules at one second, and of jobs enqueued with ``execute_after``.
+"""pgqueuer: cron schedules (every second, hourly) and jobs enqueued with ``execute_after``.
 
 Recurring: ``schedules`` schedules on one ``SchedulerManager`` per worker, entrypoints
 ``s0..``, each ``"* * * * * *"``. pgqueuer documents five-field cron (at most once a minute),
@@ -18,6 +18,9 @@ jobs with ``execute_after`` = that second minus the client's clock just before t
 takes a delay and adds the database's ``NOW()``: the milliseconds between count against it).
 Worker: ``QueueManager.run(batch_size=250)`` as for the burst (``pgqueuer_peer``); it sleeps until
 the next deferred job's ``execute_after`` when nothing is ready.
+
+Idle: ``schedules`` schedules ``"<m> * * * *"`` (documented five-field cron), hourly at the
+minute of ``start``, on one ``SchedulerManager``.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from pgqueuer.queries import Queries
 from pgqueuer.sm import SchedulerManager
 
 from _peers import lag
+from _peers.idle import hourly_cron
 from _peers.pgqueuer_peer import BATCH_SIZE
 
 DISTRIBUTIONS = ("pgqueuer", "asyncpg", "croniter")
@@ -42,6 +46,7 @@ CRON_EVERY_SECOND = "* * * * * *"
 MODES = {
     "recurring": f'SchedulerManager.schedule(key, "{CRON_EVERY_SECOND}"): undocumented seconds',
     "oneoff": "Queries.enqueue(execute_after=...), one call per second",
+    "idle": 'SchedulerManager.schedule(key, "<m> * * * *")',
 }
 SETTINGS: dict[str, Any] = {
     "driver": "asyncpg (AsyncpgDriver, one connection per worker)",
@@ -61,8 +66,8 @@ async def install(dsn: str) -> None:
 
 
 async def plan(dsn: str, mode: str, schedules: int, slots: Sequence[int]) -> None:
-    """Enqueue the one-offs due at every second of ``slots`` (recurring: nothing, it is code)."""
-    if mode == "recurring":
+    """Enqueue the one-offs due at every second of ``slots`` (schedules are code: nothing)."""
+    if mode != "oneoff":
         return
     conn = await asyncpg.connect(dsn)
     try:
@@ -78,19 +83,20 @@ async def plan(dsn: str, mode: str, schedules: int, slots: Sequence[int]) -> Non
         await conn.close()
 
 
-async def work(dsn: str, mode: str, schedules: int) -> None:
-    """Run one SchedulerManager (recurring) or QueueManager (one-off) until killed."""
+async def work(dsn: str, mode: str, schedules: int, start: int) -> None:
+    """Run one SchedulerManager (schedules) or QueueManager (one-offs) until killed."""
     conn = await asyncpg.connect(dsn)
     queries = Queries(AsyncpgDriver(conn))
-    if mode == "recurring":
+    if mode != "oneoff":
         manager = SchedulerManager(queries)
+        cron = CRON_EVERY_SECOND if mode == "recurring" else hourly_cron(start)
 
         async def fire(schedule: Schedule) -> None:
             started = time.time()
             lag.record(schedule.entrypoint, schedule.next_run.timestamp(), started)
 
         for n in range(schedules):
-            manager.schedule(f"s{n}", CRON_EVERY_SECOND)(fire)
+            manager.schedule(f"s{n}", cron)(fire)
         await manager.run()
         return
 

@@ -1,4 +1,4 @@
-"""procrastinate: lag of periodic tasks every second and of jobs deferred with ``schedule_at``.
+"""procrastinate: periodic tasks (every second, hourly) and jobs deferred with ``schedule_at``.
 
 Recurring: one task registered ``schedules`` times with ``app.periodic(cron="* * * * * *",
 periodic_id="s<n>", task_kwargs={"key": "s<n>"})``: procrastinate's documented optional sixth
@@ -10,6 +10,10 @@ scheduled for. By design the deferrer wakes half a second after each due second
 
 One-off: per second of the run, one ``task.configure(schedule_at=<second>).batch_defer_async``
 call (one INSERT) for its ``schedules`` jobs, each passed its key and second.
+
+Idle: ``schedules`` periodic registrations ``cron="<m> * * * *"``, hourly at the minute of
+``start``, which ``_peers.idle`` places far enough ahead that none comes due, nor was due in the
+last 10 minutes (the deferrer defers, at start, what it finds that recent).
 
 Worker settings as for the burst (``procrastinate_peer``): ``concurrency=10``, LISTEN/NOTIFY on,
 the default fetch polling interval (5 s: a job whose ``schedule_at`` passes while every worker
@@ -27,6 +31,7 @@ from typing import Any
 import procrastinate
 
 from _peers import lag
+from _peers.idle import hourly_cron
 from _peers.procrastinate_peer import CONCURRENCY
 
 DISTRIBUTIONS = ("procrastinate", "psycopg", "psycopg-pool")
@@ -36,6 +41,7 @@ POOL_SIZE = CONCURRENCY + 3
 MODES = {
     "recurring": f'periodic(cron="{CRON_EVERY_SECOND}") per key',
     "oneoff": "configure(schedule_at=at).batch_defer_async, one call per second",
+    "idle": 'periodic(cron="<m> * * * *") per key',
 }
 SETTINGS: dict[str, Any] = {
     "driver": "psycopg (PsycopgConnector)",
@@ -48,7 +54,9 @@ SETTINGS: dict[str, Any] = {
 RECORDS_NEXT_DUE = False
 
 
-def _app(dsn: str, pool_size: int, periodic: int = 0) -> tuple[procrastinate.App, Any]:
+def _app(
+    dsn: str, pool_size: int, periodic: int = 0, cron: str = CRON_EVERY_SECOND
+) -> tuple[procrastinate.App, Any]:
     app = procrastinate.App(
         connector=procrastinate.PsycopgConnector(conninfo=dsn, min_size=1, max_size=pool_size)
     )
@@ -59,9 +67,7 @@ def _app(dsn: str, pool_size: int, periodic: int = 0) -> tuple[procrastinate.App
         lag.record(key, timestamp, started)
 
     for n in range(periodic):
-        app.periodic(cron=CRON_EVERY_SECOND, periodic_id=f"s{n}", task_kwargs={"key": f"s{n}"})(
-            fire
-        )
+        app.periodic(cron=cron, periodic_id=f"s{n}", task_kwargs={"key": f"s{n}"})(fire)
     return app, fire
 
 
@@ -73,8 +79,8 @@ async def install(dsn: str) -> None:
 
 
 async def plan(dsn: str, mode: str, schedules: int, slots: Sequence[int]) -> None:
-    """Defer the one-offs due at every second of ``slots`` (recurring: nothing, it is code)."""
-    if mode == "recurring":
+    """Defer the one-offs due at every second of ``slots`` (periodic tasks are code: nothing)."""
+    if mode != "oneoff":
         return
     app, fire = _app(dsn, 1)
     async with app.open_async():
@@ -85,9 +91,11 @@ async def plan(dsn: str, mode: str, schedules: int, slots: Sequence[int]) -> Non
             )
 
 
-async def work(dsn: str, mode: str, schedules: int) -> None:
-    """Run one procrastinate worker (and, recurring, its periodic deferrer) until killed."""
-    app, _ = _app(dsn, POOL_SIZE, periodic=schedules if mode == "recurring" else 0)
+async def work(dsn: str, mode: str, schedules: int, start: int) -> None:
+    """Run one procrastinate worker (and its periodic deferrer) until killed."""
+    periodic = 0 if mode == "oneoff" else schedules
+    cron = CRON_EVERY_SECOND if mode == "recurring" else hourly_cron(start)
+    app, _ = _app(dsn, POOL_SIZE, periodic, cron)
     async with app.open_async():
         await app.run_worker_async(
             concurrency=CONCURRENCY, wait=True, install_signal_handlers=False
