@@ -11,7 +11,8 @@ beforehand).
 
 Idle (``bench/_peers/idle.py``): ``--idle-schedules`` (100,000) hourly schedules none of which
 comes due, one worker, ``--idle-seconds`` (60) measured after ``--idle-settle`` (12) seconds of
-start-up: PostgreSQL transactions and CPU seconds per minute.
+start-up and, if the worker is still busy then, once it is quiet (pgqueuer and procrastinate
+expand code-registered schedules at start): PostgreSQL transactions and CPU seconds per minute.
 
 What each peer uses for each workload, and its settings: ``bench/_peers/<peer>_schedules.py``.
 Figures are medians of ``--runs`` (3); duplicates and misses the worst run. Run from the project
@@ -199,14 +200,15 @@ def format_tables(document: dict[str, Any]) -> str:
             f"idle: {s['schedules']:,} hourly schedules, none due, 1 worker, {s['seconds']:g} s "
             f"after {s['settle']:g} s of start-up; medians of {document['runs']} run(s)",
             "",
-            "| peer | insert s | next due (min ahead) | PostgreSQL transactions/min "
+            "| peer | insert s | start-up s | next due (min ahead) | PostgreSQL transactions/min "
             "| CPU s/min | % of a core | handler runs |",
-            "|---|--:|--:|--:|--:|--:|--:|",
+            "|---|--:|--:|--:|--:|--:|--:|--:|",
         ]
         for name, result in document["idle"].items():
             med = result["median"]
             lines.append(
-                f"| {name} | {result['insert_s']:.1f} | {result['next_due_min_ahead']:.0f} "
+                f"| {name} | {result['insert_s']:.1f} | {med['startup_s']:.0f} "
+                f"| {result['next_due_min_ahead']:.0f} "
                 f"| {med['pg_transactions_per_min']:.1f} | {med['cpu_s_per_min']:.3f} "
                 f"| {med['core_percent']:.3f} | {med['ran']:.0f} |"
             )

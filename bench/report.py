@@ -100,6 +100,8 @@ class Outcome:
     error: str | None = None
     elapsed_s: float = 0.0
     attempts: int = 0
+    #: The script's exit status (non-zero with a document: it flagged duplicates or misses).
+    status: int = 0
     load: list[float] = field(default_factory=list)
 
 
@@ -164,6 +166,7 @@ def merge(outcomes: Sequence[Outcome]) -> dict[str, Outcome]:
         if outcome.document is not None:
             into.document = _merged(into.document or {}, outcome.document)
         into.stdout += outcome.stdout
+        into.status = into.status or outcome.status
         if outcome.error:
             label = f"{outcome.task.part}: {outcome.error}"
             into.error = label if into.error is None else f"{into.error}\n{label}"
@@ -207,7 +210,10 @@ def run_task(task: Task, scratch: Path, attempts: int = 2) -> Outcome:
         relayer.join()
         outcome.load.append(os.getloadavg()[0])
         outcome.stdout = stdout
-        if proc.returncode == 0 and (not task.json or json_path.exists()):
+        outcome.status = proc.returncode
+        # A script that wrote its JSON finished: a status of 1 then flags duplicates or misses
+        # it measured (bench/engine.py, worker.py, peers.py), figures to show, not to retry.
+        if json_path.exists() if task.json else proc.returncode == 0:
             outcome.document = json.loads(json_path.read_text()) if task.json else None
             outcome.error = None
             break

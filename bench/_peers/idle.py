@@ -11,8 +11,10 @@ queries client-side as oncely's store does):
    (procrastinate defers, at start, what it finds due that recently). The insert is timed; on
    PostgreSQL the tables are then vacuumed and analysed, as for oncely;
 2. ``runs`` times on that database: one worker process is started (imports done before "go"),
-   given ``settle`` seconds to start up (schedules registered in code are registered then), and
-   measured over ``seconds``: PostgreSQL transactions of its database (``xact_commit +
+   given ``settle`` seconds to start up and then, if it still works, more until it is quiet (at
+   most ``QUIET_WAIT_S`` more; schedules registered in code are registered and expanded then,
+   which takes pgqueuer and procrastinate a while for 100,000), and measured over ``seconds``
+   from there (``startup_s`` says when): PostgreSQL transactions of its database (``xact_commit +
    xact_rollback`` in ``pg_stat_database``, read from another database; published up to ~10 s
    late) and its CPU (utime + stime, all threads), per minute. Handler runs are counted: any is
    a fault of the set-up.
@@ -37,9 +39,14 @@ from _peers.lag import cpu_seconds, read_records, sleep_until
 #: ``LAST_DUE_S``: cron hourly can place it no more than an hour ahead, and procrastinate
 #: defers what was due in the last 10 minutes when its worker starts.
 FIRST_DUE_S = 600
-LAST_DUE_S = 2400
+LAST_DUE_S = 2900
 #: Seconds a run may take besides settling and measuring (start-up, stop).
 RUN_EXTRA_S = 15
+#: After ``settle``, the worker is quiet once it used under ``QUIET_CPU`` of a core over
+#: ``QUIET_SPAN_S``; it is waited for at most ``QUIET_WAIT_S`` (then measured anyway).
+QUIET_CPU = 0.02
+QUIET_SPAN_S = 10.0
+QUIET_WAIT_S = 180.0
 
 
 def hourly_cron(start: int) -> str:
@@ -61,6 +68,17 @@ def _snapshot(pid: int, server: str, database: str) -> tuple[float, float, int]:
     return time.time(), cpu_seconds(pid), _transactions(server, database)
 
 
+def _wait_until_quiet(name: str, procs: Any, logs: list[Path]) -> None:
+    """Wait until the worker used under ``QUIET_CPU`` of a core over ``QUIET_SPAN_S``."""
+    deadline = time.time() + QUIET_WAIT_S
+    used = cpu_seconds(procs[0].pid)
+    while time.time() < deadline:
+        sleep_until(time.time() + QUIET_SPAN_S, name, procs, logs)
+        used, before = cpu_seconds(procs[0].pid), used
+        if used - before < QUIET_CPU * QUIET_SPAN_S:
+            return
+
+
 def run_idle(
     name: str,
     peer: ScheduleModule,
@@ -72,7 +90,7 @@ def run_idle(
     runs: int,
 ) -> dict[str, Any]:
     """The idle figures of ``peer``: the insert, then one entry per run (see the docstring)."""
-    measured = runs * (settle + seconds + RUN_EXTRA_S)
+    measured = runs * (settle + QUIET_WAIT_S + seconds + RUN_EXTRA_S)
     ahead = FIRST_DUE_S + measured
     if ahead > LAST_DUE_S:
         raise ValueError(f"{runs} runs of {settle + seconds:g} s do not fit in an hour's cron")
@@ -94,23 +112,17 @@ def run_idle(
                 try:
                     t0 = harness.release_workers(name, procs, logs)
                     sleep_until(t0 + settle, name, procs, logs)
-                    before = (
-                        time.time(),
-                        cpu_seconds(procs[0].pid),
-                        _transactions(server, database),
-                    )
+                    _wait_until_quiet(name, procs, logs)
+                    before = _snapshot(procs[0].pid, server, database)
                     sleep_until(before[0] + seconds, name, procs, logs)
-                    after = (
-                        time.time(),
-                        cpu_seconds(procs[0].pid),
-                        _transactions(server, database),
-                    )
+                    after = _snapshot(procs[0].pid, server, database)
                 finally:
                     harness.stop_workers(procs)
                 ran = len(read_records(records))
             per_minute = 60 / (after[0] - before[0])
             cpu = (after[1] - before[1]) * per_minute
             results.append({
+                "startup_s": round(before[0] - t0, 1),
                 "window_s": round(after[0] - before[0], 1),
                 "pg_transactions_per_min": round((after[2] - before[2]) * per_minute, 1),
                 "cpu_s_per_min": round(cpu, 3),
