@@ -124,18 +124,19 @@ def render_chart(results: dict[str, Any]) -> dict[str, Any]:
 
 
 def _header(results: dict[str, Any], meta: dict[str, Any]) -> list[str]:
-    versions: dict[str, str] = {}
+    versions = dict(meta["versions"])
+    oncely = versions.pop("oncely")
     postgres = python = platform = redis = "?"
     for name in ("burst-peers", *(f"worker-{p}" for p in _peers(results))):
         document = _document(results, name)
         if document:
-            versions.update(document.get("versions", {}))
             postgres = document["machine"]["postgres"]
             platform = document["machine"]["platform"]
     for name in ("worker-postgres", "worker-sqlite"):
         document = _document(results, name)
         if document:
             python = document["setting"]["python"]
+            postgres = document["setting"]["postgres"] or postgres
             platform = document["setting"]["platform"]
     locks = _document(results, "locks")
     if locks:
@@ -158,7 +159,7 @@ def _header(results: dict[str, Any], meta: dict[str, Any]) -> list[str]:
         "run (above 1 is better for oncely in throughput, below 1 in lag and cost).",
         "",
         f"- Command: {via}`{meta['command']}` on {meta['date']}; it took {took_text}.",
-        f"- oncely {meta['oncely']}; " + ", ".join(f"{k} {v}" for k, v in versions.items()) + ".",
+        f"- oncely {oncely}; " + ", ".join(f"{k} {v}" for k, v in versions.items()) + ".",
         f"- Linters: {lint_versions}.",
         f"- PostgreSQL {postgres}, Redis {redis}, Python {python}, {meta['cpus']} CPUs, "
         f"{platform}.",

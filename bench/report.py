@@ -15,8 +15,8 @@ Then it draws ``docs/performance-lag.png`` (lag p50/p90/p99 per scheduler) with 
 ``.venv-bench`` (``bench/_lag_chart.py``) and writes ``docs/performance.md``
 (``bench/_report_page.py``): per figure, oncely beside each peer, medians, ratios to each peer
 measured in this run, versions, the date, the machine's load, and every command. A benchmark
-that fails is retried once; if it fails again its section says so, the rest is still written,
-and the exit status is 1.
+that fails is run again after a pause (three attempts in all); if it still fails its section
+says so, the rest is still written, and the exit status is 1.
 
 ``--quick`` is a smoke test, not a measurement: tiny sizes, one run (whatever ``--runs``
 says), benchmarks run side by side. Run from the project root (``make bench`` creates both
@@ -43,6 +43,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -56,8 +57,18 @@ ROOT = _BENCH_DIR.parent
 ONCELY_PYTHON = ROOT / ".venv" / "bin" / "python"
 PEERS_PYTHON = ROOT / ".venv-bench" / "bin" / "python"
 PEERS = ("procrastinate", "pgqueuer", "apscheduler")
+#: Distributions whose versions the page gives (as installed in .venv-bench).
+PEER_DISTRIBUTIONS = (
+    "procrastinate", "pgqueuer", "APScheduler", "SQLAlchemy", "psycopg", "psycopg-pool",
+    "asyncpg", "anyio", "croniter", "matplotlib",
+)  # fmt: skip
 #: Lines of a failed benchmark's output kept in the page.
 TAIL_LINES = 15
+#: A failed benchmark is run again, after a pause, up to this many times in all: the PostgreSQL
+#: server may be shared with test suites that take every connection for a while ("too many
+#: clients already"), which the peers' own connection pools do not wait out.
+ATTEMPTS = 3
+RETRY_WAIT_S = 30.0
 #: ``--quick`` runs this many benchmarks at once: more, on 2 cores, and worker processes are
 #: still importing when their few seconds are up.
 QUICK_PARALLEL = 6
@@ -182,11 +193,14 @@ def _say(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
 
-def run_task(task: Task, scratch: Path, attempts: int = 2) -> Outcome:
-    """Run ``task`` (retried once if it fails), relaying its progress lines to stderr."""
+def run_task(task: Task, scratch: Path, wait: float = RETRY_WAIT_S) -> Outcome:
+    """Run ``task`` (``ATTEMPTS`` times, ``wait`` s apart, while it fails), relaying its
+    progress lines to stderr."""
     outcome = Outcome(task)
     started = time.perf_counter()
-    for attempt in range(1, attempts + 1):
+    for attempt in range(1, ATTEMPTS + 1):
+        if attempt > 1:
+            time.sleep(wait)
         outcome.attempts = attempt
         outcome.load.append(os.getloadavg()[0])
         json_path = scratch / f"{task.label}.json"
@@ -234,6 +248,21 @@ def _git_describe() -> str:
         return "unknown"
 
 
+def _versions() -> dict[str, str]:
+    """oncely's version and commit; the peers' and their drivers', as installed in .venv-bench."""
+    script = (
+        "import sys\nfrom importlib import metadata\nfor name in sys.argv[1:]:\n"
+        "    try: print(name, metadata.version(name))\n"
+        "    except metadata.PackageNotFoundError: print(name, 'not-installed')"
+    )
+    done = subprocess.run(
+        [str(PEERS_PYTHON), "-c", script, *PEER_DISTRIBUTIONS],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    found = dict(line.split(" ", 1) for line in done.stdout.splitlines() if " " in line)
+    return {"oncely": f"{metadata.version('oncely')} (git {_git_describe()})", **found}
+
+
 def _missing_setup() -> list[str]:
     missing = [str(p.relative_to(ROOT)) for p in (ONCELY_PYTHON, PEERS_PYTHON) if not p.exists()]
     if PEERS_PYTHON.exists():
@@ -275,13 +304,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         scratch = Path(tmp)
         if args.quick:
             with ThreadPoolExecutor(max_workers=QUICK_PARALLEL) as pool:
-                outcomes = list(pool.map(lambda task: run_task(task, scratch), tasks))
+                outcomes = list(pool.map(lambda task: run_task(task, scratch, 1.0), tasks))
         else:
             outcomes = [run_task(task, scratch) for task in tasks]
         meta = {
             "command": command, "via": args.via, "date": started_at.isoformat(timespec="seconds"),
             "elapsed_s": round(time.perf_counter() - started, 1), "runs": args.runs,
-            "quick": args.quick, "oncely": _git_describe(), "cpus": os.cpu_count(),
+            "quick": args.quick, "versions": _versions(), "cpus": os.cpu_count(),
             "lag_seconds": args.lag_seconds, "chart": os.path.relpath(chart, args.out.parent),
         }  # fmt: skip
         results = merge(outcomes)

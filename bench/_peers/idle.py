@@ -43,7 +43,8 @@ LAST_DUE_S = 2900
 #: Seconds a run may take besides settling and measuring (start-up, stop).
 RUN_EXTRA_S = 15
 #: After ``settle``, the worker is quiet once it used under ``QUIET_CPU`` of a core over
-#: ``QUIET_SPAN_S``; it is waited for at most ``QUIET_WAIT_S`` (then measured anyway).
+#: ``QUIET_SPAN_S`` (or ``settle``, if shorter); it is waited for at most ``QUIET_WAIT_S``
+#: (then measured anyway).
 QUIET_CPU = 0.02
 QUIET_SPAN_S = 10.0
 QUIET_WAIT_S = 180.0
@@ -68,14 +69,14 @@ def _snapshot(pid: int, server: str, database: str) -> tuple[float, float, int]:
     return time.time(), cpu_seconds(pid), _transactions(server, database)
 
 
-def _wait_until_quiet(name: str, procs: Any, logs: list[Path]) -> None:
-    """Wait until the worker used under ``QUIET_CPU`` of a core over ``QUIET_SPAN_S``."""
+def _wait_until_quiet(name: str, procs: Any, logs: list[Path], span: float) -> None:
+    """Wait until the worker used under ``QUIET_CPU`` of a core over ``span`` seconds."""
     deadline = time.time() + QUIET_WAIT_S
     used = cpu_seconds(procs[0].pid)
     while time.time() < deadline:
-        sleep_until(time.time() + QUIET_SPAN_S, name, procs, logs)
+        sleep_until(time.time() + span, name, procs, logs)
         used, before = cpu_seconds(procs[0].pid), used
-        if used - before < QUIET_CPU * QUIET_SPAN_S:
+        if used - before < QUIET_CPU * span:
             return
 
 
@@ -112,7 +113,7 @@ def run_idle(
                 try:
                     t0 = harness.release_workers(name, procs, logs)
                     sleep_until(t0 + settle, name, procs, logs)
-                    _wait_until_quiet(name, procs, logs)
+                    _wait_until_quiet(name, procs, logs, min(QUIET_SPAN_S, settle))
                     before = _snapshot(procs[0].pid, server, database)
                     sleep_until(before[0] + seconds, name, procs, logs)
                     after = _snapshot(procs[0].pid, server, database)
