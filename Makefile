@@ -22,7 +22,7 @@ help:
 	@echo "make faults the fault suite's long version (kills, pauses, outages, skew, deploys, bad input)"
 	@echo "make docs   install the docs tools into .venv, build the site into site/ (mkdocs --strict)"
 	@echo "make lint   ruff check, ruff format --check, mypy (strict on src/), oncely lint src"
-	@echo "make bench  run bench/recurrence.py, engine.py, worker.py (oncely alone) and locks.py"
+	@echo "make bench  every benchmark beside the peers into docs/performance.md (RUNS=5; RUNS=1 for a quick look)"
 	@echo "make bench-peers  bench/engine.py beside procrastinate, pgqueuer, APScheduler 4; bench/lint.py beside flake8, lint-imports, ruff"
 	@echo "make clean  remove .venv and caches"
 
@@ -75,15 +75,18 @@ docs: $(DOCS_STAMP)
 faults: $(STAMP)
 	ONCELY_FAULTS=long $(BIN)/pytest tests/faults -m faults $(PYTEST_ARGS)
 
-bench: $(STAMP)
-	$(BIN)/python bench/recurrence.py
-	$(BIN)/python bench/engine.py --no-peers
-	$(BIN)/python bench/worker.py
-	$(BIN)/python bench/locks.py
-
-# The peers (procrastinate, pgqueuer, APScheduler 4) live in their own virtualenv: bench-only,
-# never dependencies of oncely.
+# The peers (procrastinate, pgqueuer, APScheduler 4), the peer linters and matplotlib live in
+# their own virtualenv: bench-only, never dependencies of oncely.
 PEERS_STAMP := .venv-bench/.installed
+
+# `make bench` runs every benchmark beside the peers (bench/report.py; about two hours on 2 cores)
+# and writes docs/performance.md and docs/performance-lag.png. RUNS: runs per figure (median);
+# BENCH_ARGS: more options of bench/report.py, e.g. BENCH_ARGS="--peers pgqueuer".
+RUNS ?= 5
+BENCH_ARGS ?=
+
+bench: $(STAMP) $(PEERS_STAMP)
+	$(BIN)/python bench/report.py --runs $(RUNS) --via "make bench RUNS=$(RUNS)" $(BENCH_ARGS)
 
 $(PEERS_STAMP): bench/requirements-peers.txt
 	$(PYTHON) -m venv .venv-bench

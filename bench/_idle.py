@@ -130,7 +130,8 @@ class Prepared:
 def explain(url: str, store: Any, now: datetime, used: Counter[str]) -> dict[str, str]:
     """The scans in the plan of each query an idle tick sends (PostgreSQL)."""
     params: dict[str, Any] = {
-        "now": now, "jobs": ["idle"], "limit": 100, "owner": "bench#0", "until": now,
+        "now": now, "due_by": now, "jobs": ["idle"], "limit": 100, "owner": "bench#0",
+        "until": now,
     }  # fmt: skip
     plans = {}
     with psycopg.connect(url) as connection:

@@ -41,7 +41,8 @@ import psycopg
 
 import oncely
 from _peers import harness
-from _worker_lag import Workers, cpu_seconds, fresh_database, sleep_until
+from _peers.lag import cpu_seconds
+from _worker_lag import Workers, fresh_database, sleep_until
 
 #: Seconds the first occurrence lies beyond the end of the last window, at the least.
 AHEAD_S = 3600

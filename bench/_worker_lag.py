@@ -1,14 +1,24 @@
 """The lag half of ``bench/worker.py``: how late ``oncely run`` starts what is due.
 
-One run on a new database: ``schedules`` schedules of job ``tick``, each ``every(seconds=1)``,
-are saved with ``app.schedule`` before any worker starts; then ``workers`` real worker processes
-(``python -m oncely.cli run _worker_lag:app``) run for ``seconds`` seconds and are stopped with
-SIGTERM (each must drain and exit 0). The handler's first act is ``time.time()``; it then appends
-``"<key> <scheduled_for> <start>"`` to its process's own record file with one ``write(2)``
-(O_APPEND, as ``bench/_peers/harness.py`` ``record`` does). The figures come from those files:
+One run on a new database, in one of two modes (the peers are measured the same way by
+``bench/_peers/lag.py``, which also computes the figures of both):
 
-* the measured window is the whole seconds from ``margin`` after the workers were started to
-  ``margin`` before they are stopped: start-up (imports, the first catch-up) and shutdown stay out;
+* ``recurring``: ``schedules`` schedules of job ``tick``, each ``every(seconds=1)``, keyed
+  ``s0..``, are saved with ``app.schedule`` before any worker starts;
+* ``oneoff``: one-offs of job ``once``, ``schedules`` due at each whole second of the run
+  (``app.defer(once, at=<second>, key="s<n>@<second>", payload="s<n>")``, one transaction each),
+  are deferred before any worker starts; a timed pilot second, due an hour after the run, sets
+  how far ahead the run starts (``_peers.lag.plan_oneoff``).
+
+Then ``workers`` real worker processes (``python -m oncely.cli run _worker_lag:app``) run until
+``seconds`` seconds after the start and are stopped with SIGTERM (each must drain and exit 0).
+The handler's first act is ``time.time()``; it then appends ``"<key> <scheduled_for> <start>"``
+to its process's own record file with one ``write(2)`` (O_APPEND, as ``bench/_peers/harness.py``
+``record`` does). The figures come from those files:
+
+* the measured window is the whole seconds from ``margin`` after the start (the workers' start;
+  for ``oneoff`` the first second due, the workers having started before it) to ``margin``
+  before they are stopped: start-up (imports, the first catch-up) and shutdown stay out;
 * lag is ``start - scheduled_for`` of the occurrences due in the window;
 * duplicates are (key, scheduled_for) pairs recorded more than once, over the whole run;
 * misses are occurrences due in the window (every key, every whole second) never recorded;
@@ -28,19 +38,17 @@ from __future__ import annotations
 
 import cProfile
 import json
-import math
 import os
 import pstats
 import signal
 import sqlite3
-import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,6 +59,13 @@ import psycopg
 
 import oncely
 from _peers import harness
+from _peers.lag import (
+    cpu_seconds,
+    figures,
+    plan_oneoff,
+    read_records,
+    window,
+)
 from oncely.store.queries import DIALECTS, queries
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -69,8 +84,6 @@ PROFILED = (
     ("  start handler threads", "worker/loop.py", "_dispatch"),
     ("asleep (waiting for a wake-up)", "worker/loop.py", "wait"),
 )  # fmt: skip
-
-_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 # --- shared by the worker benchmarks -------------------------------------------------------------
@@ -92,14 +105,6 @@ def fresh_database(store: str, server: str, purpose: str) -> Iterator[str]:
         yield harness.dsn_for(server, name)
     finally:
         harness.drop_database(server, name)
-
-
-def cpu_seconds(pid: int) -> float:
-    """CPU time (user + system, all threads) process ``pid`` has used, from /proc/<pid>/stat."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rindex(")") + 2 :].split()
-    # fields[0] is the state (field 3 of proc(5)); utime and stime are fields 14 and 15.
-    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
 
 
 class WorkerFailed(RuntimeError):
@@ -198,11 +203,6 @@ def sleep_until(moment: float, workers: Workers) -> None:
         workers.check_alive()
 
 
-def percentile(ordered: list[float], q: float) -> float:
-    """The nearest-rank ``q``-th percentile of the sorted, non-empty ``ordered``."""
-    return ordered[max(math.ceil(q / 100 * len(ordered)) - 1, 0)]
-
-
 # --- the workers' app ----------------------------------------------------------------------------
 
 
@@ -217,6 +217,14 @@ def lag_app(url: str | None, record: str | None) -> tuple[oncely.App, oncely.Job
         if fd is None:
             raise AssertionError("the benchmark's own app schedules; only workers run")
         line = f"{run.key} {run.scheduled_for.timestamp():.6f} {started:.6f}\n"
+        os.write(fd, line.encode())
+
+    @app.job()
+    def once(run: oncely.Run) -> None:
+        started = time.time()
+        if fd is None:
+            raise AssertionError("the benchmark's own app defers; only workers run")
+        line = f"{run.payload} {run.scheduled_for.timestamp():.6f} {started:.6f}\n"
         os.write(fd, line.encode())
 
     return app, tick
@@ -321,6 +329,7 @@ def run_lag(
     workers: int,
     concurrency: int,
     margin: float,
+    mode: str = "recurring",
     profile: bool = False,
 ) -> dict[str, Any]:
     """One lag run on a new database of ``store``; its figures (see the module docstring).
@@ -331,11 +340,22 @@ def run_lag(
     with fresh_database(store, server, "lag") as url, tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         app, tick = lag_app(url, None)
-        started = time.perf_counter()
-        every = oncely.every(seconds=1)
-        for n in range(schedules):
-            app.schedule(tick, every, key=f"s{n}")
-        schedule_s = time.perf_counter() - started
+        base: int | None = None
+        if mode == "oneoff":
+
+            def defer(slots: Sequence[int]) -> None:
+                for second in slots:
+                    at = datetime.fromtimestamp(second, UTC)
+                    for n in range(schedules):
+                        app.defer("once", at=at, key=f"s{n}@{second}", payload=f"s{n}")
+
+            base, schedule_s = plan_oneoff(defer, seconds)
+        else:
+            started = time.perf_counter()
+            every = oncely.every(seconds=1)
+            for n in range(schedules):
+                app.schedule(tick, every, key=f"s{n}")
+            schedule_s = time.perf_counter() - started
         app.close()
 
         records = tmp / "records"
@@ -348,9 +368,8 @@ def run_lag(
         )  # fmt: skip
         try:
             t0 = time.time()
-            w0, w1 = math.ceil(t0 + margin), math.floor(t0 + seconds - margin)
-            if w1 <= w0:
-                raise ValueError(f"--seconds {seconds} leaves no window after 2 x {margin} s")
+            start = t0 if base is None else base
+            w0, w1 = window(t0, start, seconds, margin)
             sleep_until(w0, team)
             cpu0 = sum(cpu_seconds(pid) for pid in team.pids)
             if profile:
@@ -359,46 +378,21 @@ def run_lag(
             cpu1 = sum(cpu_seconds(pid) for pid in team.pids)
             if profile:
                 team.signal(0, signal.SIGUSR1)
-            sleep_until(t0 + seconds, team)
+            sleep_until(start + seconds, team)
             team.stop()
         finally:
             team.kill()
 
-        figures = _figures(list(records.glob("*.records")), schedules, w0, w1)
-        figures.update(
-            store=store, workers=workers, schedules=schedules, schedule_s=round(schedule_s, 2),
+        result = figures(read_records(records.glob("*.records")), schedules, w0, w1)
+        result.update(
+            store=store, mode=mode, workers=workers, schedules=schedules,
+            schedule_s=round(schedule_s, 2), late_start_s=round(max(t0 - start, 0.0), 3),
             window_s=w1 - w0, worker_cores=round((cpu1 - cpu0) / (w1 - w0), 3),
             history=_history(url, w0, w1, schedules),
         )  # fmt: skip
         if profile:
-            figures["profile"] = profile_summary(stats, w1 - w0)
-        return figures
-
-
-def _figures(paths: list[Path], schedules: int, w0: int, w1: int) -> dict[str, Any]:
-    seen: Counter[tuple[str, float]] = Counter()
-    lags: list[float] = []
-    for path in paths:
-        for line in path.read_text().splitlines():
-            key, scheduled, start = line.split()
-            due = float(scheduled)
-            seen[(key, due)] += 1
-            if w0 <= due < w1 and seen[(key, due)] == 1:
-                lags.append((float(start) - due) * 1000)
-    lags.sort()
-    expected = {(f"s{n}", float(t)) for n in range(schedules) for t in range(w0, w1)}
-    quantiles: dict[str, float | None] = {
-        name: round(percentile(lags, q), 1) if lags else None
-        for name, q in (("p50_ms", 50), ("p90_ms", 90), ("p99_ms", 99), ("max_ms", 100))
-    }
-    return {
-        "due": len(expected),
-        "ran": len(lags),
-        "runs_total": sum(seen.values()),
-        **quantiles,
-        "duplicates": sum(1 for count in seen.values() if count > 1),
-        "misses": len(expected - seen.keys()),
-    }
+            result["profile"] = profile_summary(stats, w1 - w0)
+        return result
 
 
 def _history(url: str, w0: int, w1: int, schedules: int) -> dict[str, int]:
@@ -448,22 +442,3 @@ def profile_summary(path: Path, window_s: int) -> dict[str, Any]:
         for name, (calls, total, longest) in slowest
     ]
     return {"steps": steps, "top": top, "statements": statements}
-
-
-def median_figures(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Medians over ``runs`` of every numeric figure; duplicates and misses: the worst run."""
-    merged: dict[str, Any] = {}
-    for name, value in runs[0].items():
-        if name in ("duplicates", "misses"):
-            merged[name] = max(run[name] for run in runs)
-        elif isinstance(value, int | float) and not isinstance(value, bool):
-            values = [run[name] for run in runs if run[name] is not None]
-            merged[name] = statistics.median(values) if values else None
-        elif name == "history":
-            statuses = {status for run in runs for status in run["history"]}
-            merged[name] = {
-                s: statistics.median(run["history"].get(s, 0) for run in runs) for s in statuses
-            }
-        else:
-            merged[name] = value
-    return merged

@@ -14,6 +14,7 @@ round trips. Medians of ``--runs`` (5). Run from the project root::
 from __future__ import annotations
 
 import argparse
+import json
 import platform
 import statistics
 import sys
@@ -91,6 +92,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures here")
     args = parser.parse_args()
     redis_client.Redis.from_url(REDIS).flushdb()
     figures: dict[tuple[str, int], list[float]] = {}
@@ -122,6 +124,25 @@ def main() -> None:
     for provider in PROVIDERS:
         cells = [f"{statistics.median(figures[(provider, t)]):,.0f}" for t in THREADS]
         print(f"| {provider} | {' | '.join(cells)} |")
+    if args.json is not None:
+        document = {
+            "runs": args.runs,
+            "seconds": args.seconds,
+            "python": platform.python_version(),
+            "postgres": pg_version,
+            "redis": redis_version,
+            "pairs_per_s": {
+                provider: {
+                    str(t): {
+                        "median": statistics.median(figures[(provider, t)]),
+                        "runs": figures[(provider, t)],
+                    }
+                    for t in THREADS
+                }
+                for provider in PROVIDERS
+            },
+        }
+        args.json.write_text(json.dumps(document, indent=2) + "\n")
 
 
 if __name__ == "__main__":

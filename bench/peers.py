@@ -102,7 +102,7 @@ def run_peers(
     run, see ``harness.RunResult``) and ``"median"`` (see ``summarize``);
     ``document["fastest"][str(w)]`` names the peer with the highest median jobs/s for ``w``
     workers. ``server`` is a libpq URL without a database name; each peer uses its own
-    ``bench_<peer>`` database there, dropped and created anew for every run.
+    ``bench_<peer>_<pid>`` database there, dropped and created anew for every run.
     """
     limit = timeout if timeout is not None else default_timeout(jobs)
     say = progress or (lambda _message: None)

@@ -5,7 +5,10 @@ SIGTERM (each must drain and exit 0), on PostgreSQL (a new database ``bench_work
 measurement, dropped afterwards) and on SQLite (a file in a temp dir).
 
 Lag (``bench/_worker_lag.py``): ``--schedules`` schedules (1,000), each ``every(seconds=1)``,
-run for ``--seconds`` (60) by 2 worker processes on PostgreSQL and 1 on SQLite. Reported: the
+run for ``--seconds`` (60) by 2 worker processes on PostgreSQL and 1 on SQLite; with
+``--modes oneoff`` (or ``recurring oneoff``), also one-offs (``app.defer``), ``--schedules`` due
+at each whole second of the run, the workload every peer can express (``bench/peer_worker.py``
+measures the peers the same way). Reported: the
 p50/p90/p99/max of handler start minus ``scheduled_for`` over the occurrences due in the window
 (the run without its first and last ``--margin`` seconds), occurrences run, duplicates, misses,
 what ``app.history`` says of the window, and the workers' CPU. The issue's target: p99 under
@@ -23,6 +26,7 @@ the project root::
     .venv/bin/python bench/worker.py                   # both, both stores: about 15 minutes
     .venv/bin/python bench/worker.py --runs 5 --profile --json worker.json
     .venv/bin/python bench/worker.py --no-idle --stores sqlite --seconds 20
+    .venv/bin/python bench/worker.py --no-idle --modes recurring oneoff
 """
 
 from __future__ import annotations
@@ -46,11 +50,14 @@ if str(_BENCH_DIR) not in sys.path:
     sys.path.insert(0, str(_BENCH_DIR))
 
 from _peers import harness  # noqa: E402
+from _peers.lag import median_figures  # noqa: E402
 from _worker_idle import run_idle_cost  # noqa: E402
-from _worker_lag import median_figures, run_lag  # noqa: E402
+from _worker_lag import run_lag  # noqa: E402
 from peers import DEFAULT_SERVER  # noqa: E402
 
 STORES = ("postgres", "sqlite")
+#: The JSON document's key for the lag figures of each mode.
+LAG_KEYS = {"recurring": "lag", "oneoff": "oneoff_lag"}
 TARGET_P99_MS = 100.0
 TARGET_CPU_S_PER_MIN = 0.6
 
@@ -83,28 +90,29 @@ def describe_setting(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def run_lag_all(args: argparse.Namespace) -> dict[str, Any]:
-    """Every lag run of every store, their medians, and the profiled runs if asked."""
+def run_lag_all(args: argparse.Namespace, mode: str) -> dict[str, Any]:
+    """Every lag run of every store in ``mode``, their medians, and the profiled runs if asked."""
     document: dict[str, Any] = {}
     for store in args.stores:
         workers = args.pg_workers if store == "postgres" else args.sqlite_workers
         options = {
             "schedules": args.schedules, "seconds": args.seconds, "workers": workers,
-            "concurrency": args.concurrency, "margin": args.margin,
+            "concurrency": args.concurrency, "margin": args.margin, "mode": mode,
         }  # fmt: skip
         raw = []
         for run in range(1, args.runs + 1):
             result = run_lag(store, args.server, **options)
             raw.append(result)
             _say(
-                f"lag {store:>8} w={workers} run {run}/{args.runs}: p50 {result['p50_ms']} ms "
+                f"lag {mode} {store:>8} w={workers} run {run}/{args.runs}: "
+                f"p50 {result['p50_ms']} ms "
                 f"p99 {result['p99_ms']} ms max {result['max_ms']} ms ran {result['ran']}/"
                 f"{result['due']} dup {result['duplicates']} miss {result['misses']}"
             )
         entry: dict[str, Any] = {"runs": raw, "median": median_figures(raw)}
         if args.profile:
             entry["profiled"] = run_lag(store, args.server, **options, profile=True)
-            _say(f"lag {store:>8} profiled run: p99 {entry['profiled']['p99_ms']} ms")
+            _say(f"lag {mode} {store:>8} profiled run: p99 {entry['profiled']['p99_ms']} ms")
         document[store] = entry
     return document
 
@@ -136,9 +144,14 @@ def _cell(value: Any, spec: str = "") -> str:
     return "-" if value is None else format(value, spec)
 
 
-def format_lag(document: dict[str, Any], args: argparse.Namespace) -> list[str]:
+def format_lag(document: dict[str, Any], args: argparse.Namespace, mode: str) -> list[str]:
+    what = (
+        f"{args.schedules:,} schedules, every(seconds=1)"
+        if mode == "recurring"
+        else f"one-offs, {args.schedules:,} due at each second (app.defer)"
+    )
     lines = [
-        f"## Lag: {args.schedules:,} schedules, every(seconds=1), {args.seconds:g} s per run, "
+        f"## Lag: {what}, {args.seconds:g} s per run, "
         f"window without the first and last {args.margin:g} s",
         "",
         f"Medians of {args.runs} run(s); dup and miss: the worst run. Lag = handler start - "
@@ -249,8 +262,9 @@ def format_report(document: dict[str, Any], args: argparse.Namespace) -> str:
         f"- oncely {setting['oncely']}, Python {setting['python']}, PostgreSQL "
         f"{setting['postgres'] or '-'}, {setting['cpus']} CPUs, {setting['platform']}",
     ]
-    if "lag" in document:
-        lines += ["", *format_lag(document["lag"], args)]
+    for mode, key in LAG_KEYS.items():
+        if key in document:
+            lines += ["", *format_lag(document[key], args, mode)]
     if "idle" in document:
         lines += ["", *format_idle(document["idle"], args)]
     lines += ["", f"elapsed: {document['elapsed_s']:.0f} s"]
@@ -268,6 +282,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-lag", action="store_true")
     parser.add_argument("--no-idle", action="store_true")
     lag = parser.add_argument_group("lag")
+    lag.add_argument(
+        "--modes", nargs="+", choices=tuple(LAG_KEYS), default=["recurring"],
+        help="recurring: every(seconds=1) schedules; oneoff: app.defer one-offs (recurring)",
+    )  # fmt: skip
     lag.add_argument("--schedules", type=int, default=1_000)
     lag.add_argument("--seconds", type=float, default=60.0, help="per run")
     lag.add_argument("--margin", type=float, default=5.0, help="seconds left out at each end")
@@ -290,7 +308,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     document: dict[str, Any] = {"setting": describe_setting(args)}
     if not args.no_lag:
-        document["lag"] = run_lag_all(args)
+        for mode in args.modes:
+            document[LAG_KEYS[mode]] = run_lag_all(args, mode)
     if not args.no_idle:
         document["idle"] = run_idle_all(args)
     document["elapsed_s"] = round(time.perf_counter() - started, 1)
@@ -299,7 +318,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         Path(args.json).write_text(json.dumps(document, indent=2, default=str) + "\n")
     bad = any(
         entry["median"]["duplicates"] or entry["median"]["misses"]
-        for entry in document.get("lag", {}).values()
+        for key in LAG_KEYS.values()
+        for entry in document.get(key, {}).values()
     )
     return 1 if bad else 0
 

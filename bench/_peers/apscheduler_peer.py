@@ -57,11 +57,11 @@ async def burst(n: int) -> None:
     harness.record(n)
 
 
-def _engine(dsn: str) -> AsyncEngine:
+def engine_for(dsn: str) -> AsyncEngine:
     return create_async_engine(dsn.replace("postgresql://", "postgresql+psycopg://", 1))
 
 
-def _scheduler(engine: AsyncEngine, **options: Any) -> AsyncScheduler:
+def scheduler_for(engine: AsyncEngine, **options: Any) -> AsyncScheduler:
     return AsyncScheduler(
         SQLAlchemyDataStore(engine), PsycopgEventBroker.from_async_sqla_engine(engine), **options
     )
@@ -73,9 +73,9 @@ async def _configure(scheduler: AsyncScheduler) -> None:
 
 async def install(dsn: str) -> None:
     """Let the data store create its tables, and store the task definition."""
-    engine = _engine(dsn)
+    engine = engine_for(dsn)
     try:
-        async with _scheduler(engine) as scheduler:
+        async with scheduler_for(engine) as scheduler:
             await _configure(scheduler)
     finally:
         await engine.dispose()
@@ -83,7 +83,7 @@ async def install(dsn: str) -> None:
 
 async def enqueue(dsn: str, jobs: int) -> None:
     """Add jobs ``0..jobs-1`` (positional argument: the number)."""
-    engine = _engine(dsn)
+    engine = engine_for(dsn)
     numbers = iter(range(jobs))
 
     async def adder(scheduler: AsyncScheduler) -> None:
@@ -91,7 +91,7 @@ async def enqueue(dsn: str, jobs: int) -> None:
             await scheduler.add_job(TASK_ID, args=[n])
 
     try:
-        async with _scheduler(engine) as scheduler, anyio.create_task_group() as group:
+        async with scheduler_for(engine) as scheduler, anyio.create_task_group() as group:
             for _ in range(ENQUEUE_CONCURRENCY):
                 group.start_soon(adder, scheduler)
     finally:
@@ -100,8 +100,8 @@ async def enqueue(dsn: str, jobs: int) -> None:
 
 async def work(dsn: str) -> None:
     """Run one worker-role AsyncScheduler until the process is killed."""
-    engine = _engine(dsn)
-    async with _scheduler(
+    engine = engine_for(dsn)
+    async with scheduler_for(
         engine, role=SchedulerRole.worker, max_concurrent_jobs=MAX_CONCURRENT_JOBS
     ) as scheduler:
         await _configure(scheduler)

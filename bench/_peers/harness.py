@@ -2,7 +2,8 @@
 
 One *run* of one peer with W workers:
 
-1. its database ``bench_<peer>`` is dropped and created anew, and the peer installs its schema;
+1. its database ``bench_<peer>_<pid>`` is dropped and created anew (the pid keeps two benchmark
+   processes on one server apart), and the peer installs its schema;
 2. all jobs are enqueued (timed: ``enqueue_s``), each carrying its number ``0..jobs-1``;
 3. W worker processes (``python -m _peers.worker``) are started side by side. Each imports its
    library, opens its record file and says "ready"; once all are ready the clock starts (``t0``)
@@ -31,7 +32,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -49,6 +50,8 @@ POLL_S = 0.05
 GRACE_S = 0.5
 #: Seconds a worker gets to exit after SIGTERM before it is killed.
 STOP_S = 5.0
+#: Seconds a refused administrative connection is retried (see ``admin_connection``).
+ADMIN_WAIT_S = 120.0
 
 _record_fd: int | None = None
 
@@ -64,8 +67,13 @@ def open_record(path: str) -> None:
 
 def record(job_no: int) -> None:
     """The benchmark's job handler body: note that job ``job_no`` ran, and when."""
+    write_record(f"{job_no} {time.time():.6f}")
+
+
+def write_record(line: str) -> None:
+    """Append ``line`` to this process's record file with one ``write(2)``."""
     assert _record_fd is not None, "open_record() was not called"
-    os.write(_record_fd, f"{job_no} {time.time():.6f}\n".encode())
+    os.write(_record_fd, f"{line}\n".encode())
 
 
 # --- databases ---------------------------------------------------------------------------------
@@ -81,8 +89,24 @@ def dsn_for(server: str, database: str) -> str:
     return f"{server.rstrip('/')}/{database}"
 
 
+def admin_connection(server: str) -> psycopg.Connection[Any]:
+    """An autocommit connection to ``server``'s ``postgres`` database.
+
+    The server may be shared with test suites that briefly take every connection slot
+    ("too many clients already"): a refused connection is retried for up to ``ADMIN_WAIT_S``.
+    """
+    deadline = time.monotonic() + ADMIN_WAIT_S
+    while True:
+        try:
+            return psycopg.connect(dsn_for(server, "postgres"), autocommit=True)
+        except psycopg.OperationalError as exc:
+            if "too many clients" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(1.0)
+
+
 def _admin(server: str, statement: sql.Composable) -> None:
-    with psycopg.connect(dsn_for(server, "postgres"), autocommit=True) as conn:
+    with admin_connection(server) as conn:
         conn.execute(statement)
 
 
@@ -101,7 +125,7 @@ def recreate_database(server: str, name: str) -> None:
 
 def server_version(server: str) -> str:
     """The PostgreSQL server's version string."""
-    with psycopg.connect(dsn_for(server, "postgres"), autocommit=True) as conn:
+    with admin_connection(server) as conn:
         row = conn.execute("SHOW server_version").fetchone()
     return str(row[0]) if row else "?"
 
@@ -174,19 +198,24 @@ def _tail(path: Path, lines: int = 25) -> str:
         return "(no stderr)"
 
 
-def _start_workers(
-    peer: str, dsn: str, workers: int, tmp: Path
+def start_workers(
+    peer: str, dsn: str, workers: int, tmp: Path, workload: Sequence[str] = ()
 ) -> tuple[list[subprocess.Popen[str]], list[Path], list[Path]]:
+    """Start ``workers`` processes of ``python -m _peers.worker PEER DSN RECORD [WORKLOAD...]``.
+
+    Returns the processes, their record files and their stderr files (all under ``tmp``).
+    """
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(BENCH_DIR), env.get("PYTHONPATH")]))
     procs, records, logs = [], [], []
     for k in range(workers):
         records.append(tmp / f"worker{k}.records")
         logs.append(tmp / f"worker{k}.stderr")
+        command = [sys.executable, "-m", "_peers.worker", peer, dsn, str(records[-1]), *workload]
         with logs[-1].open("w") as err:
             procs.append(
                 subprocess.Popen(
-                    [sys.executable, "-m", "_peers.worker", peer, dsn, str(records[-1])],
+                    command,
                     cwd=BENCH_DIR,
                     env=env,
                     stdin=subprocess.PIPE,
@@ -198,7 +227,35 @@ def _start_workers(
     return procs, records, logs
 
 
-def _stop_workers(procs: list[subprocess.Popen[str]]) -> None:
+def release_workers(
+    name: str, procs: list[subprocess.Popen[str]], logs: list[Path], at: float | None = None
+) -> float:
+    """Wait until every worker says "ready", then (at ``at``, if given) tell all "go".
+
+    Returns the time "go" was sent (``time.time()``). Raises `WorkerFailed` if one did not start.
+    """
+    for proc, log in zip(procs, logs, strict=True):
+        assert proc.stdout is not None
+        if proc.stdout.readline().strip() != "ready":
+            raise WorkerFailed(f"{name} worker did not start:\n{_tail(log)}")
+    if at is not None and (left := at - time.time()) > 0:
+        time.sleep(left)
+    t0 = time.time()
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+    return t0
+
+
+def check_workers(name: str, procs: list[subprocess.Popen[str]], logs: list[Path]) -> None:
+    """Raise `WorkerFailed` if a worker has exited."""
+    for proc, log in zip(procs, logs, strict=True):
+        if proc.poll() is not None:
+            raise WorkerFailed(f"{name} worker exited ({proc.returncode}):\n{_tail(log)}")
+
+
+def stop_workers(procs: list[subprocess.Popen[str]]) -> None:
     for proc in procs:
         if proc.poll() is None:
             proc.terminate()
@@ -219,8 +276,8 @@ def unfinished(dsn: str, query: LiteralString) -> int:
 
 @contextmanager
 def postgres_database(server: str, name: str) -> Iterator[str]:
-    """A new database ``bench_<name>`` on ``server`` for one run; its DSN; dropped afterwards."""
-    database = database_name(name)
+    """A new database ``bench_<name>_<pid>`` on ``server`` for one run; its DSN; dropped after."""
+    database = database_name(f"{name}_{os.getpid()}")
     recreate_database(server, database)
     try:
         yield dsn_for(server, database)
@@ -255,29 +312,17 @@ def _run_in(
     enqueue_s = time.perf_counter() - started
 
     with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as tmpdir:
-        procs, records, logs = _start_workers(name, dsn, workers, Path(tmpdir))
+        procs, records, logs = start_workers(name, dsn, workers, Path(tmpdir))
         reader: RecordReader | None = None
         settled_at: float | None = None
         try:
-            for proc, log in zip(procs, logs, strict=True):
-                assert proc.stdout is not None
-                if proc.stdout.readline().strip() != "ready":
-                    raise WorkerFailed(f"{name} worker did not start:\n{_tail(log)}")
-            t0 = time.time()
-            for proc in procs:
-                assert proc.stdin is not None
-                proc.stdin.write("go\n")
-                proc.stdin.flush()
+            t0 = release_workers(name, procs, logs)
             reader = RecordReader(records)
             deadline = t0 + timeout
             while len(reader.counts) < jobs and time.time() < deadline:
                 time.sleep(POLL_S)
                 reader.poll()
-                for proc, log in zip(procs, logs, strict=True):
-                    if proc.poll() is not None:
-                        raise WorkerFailed(
-                            f"{name} worker exited ({proc.returncode}):\n{_tail(log)}"
-                        )
+                check_workers(name, procs, logs)
             if len(reader.counts) >= jobs:
                 while time.time() < deadline + 30:
                     if peer.unfinished(dsn) == 0:
@@ -286,7 +331,7 @@ def _run_in(
                     time.sleep(POLL_S)
             time.sleep(GRACE_S)
         finally:
-            _stop_workers(procs)
+            stop_workers(procs)
         assert reader is not None
         reader.poll()
         reader.close()

@@ -2,16 +2,18 @@
 
 Each job is a deferred one-off (``app.defer``, the public API, one transaction per job) of a job
 declared with ``overlap="allow"``: every occurrence is its own schedule, so overlap never applies,
-and "allow" says so. Workers are ``app.tick()`` in a loop, sleeping 5 ms when a tick ran nothing
-(the worker process with its wake-ups is not built yet; a tick claims in adaptive batches of up
-to 256 and books successes per batch). Everything else is default: at_least_once delivery,
-5-minute leases, 5 attempts.
+and "allow" says so. Each worker process runs ``app.run_worker(concurrency=CONCURRENCY)``, the
+worker ``oncely run`` starts (its sleeps, wake-ups, claims ahead and handler threads), with
+oncely's default concurrency; the harness stops it with SIGTERM, which it answers by draining.
+Everything else is default: at_least_once delivery, 5-minute leases, 5 attempts.
+
+Until the worker existed this subject ticked in a loop (``app.tick()``, 5 ms sleep after an
+empty tick); the commit that switched it gives the figures of both.
 """
 
 from __future__ import annotations
 
 import sqlite3
-import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,10 +23,12 @@ import oncely
 from _peers import harness
 
 DISTRIBUTIONS = ("oncely", "psycopg", "psycopg-pool")
+#: Handlers at once per worker process: oncely's default (``oncely run --concurrency``).
+CONCURRENCY = 8
 SETTINGS: dict[str, Any] = {
     "enqueue": "app.defer per job (one transaction each)",
     "job": "overlap='allow', delivery at_least_once (default)",
-    "worker": "app.tick() in a loop; 5 ms sleep after an empty tick",
+    "worker": f"app.run_worker(concurrency={CONCURRENCY})",
 }
 UNFINISHED = (
     "SELECT count(*) FROM oncely_occurrences WHERE status IN ('pending', 'running', 'retrying')"
@@ -57,12 +61,10 @@ async def enqueue(url: str, jobs: int) -> None:
     app.close()
 
 
-async def work(url: str) -> None:
-    """Tick until the process is killed."""
+def work(url: str) -> None:
+    """Run oncely's worker until SIGTERM (then it drains and returns)."""
     app, _ = _app(url)
-    while True:
-        if not app.tick().ran:
-            time.sleep(0.005)
+    app.run_worker(concurrency=CONCURRENCY)
 
 
 def unfinished(url: str) -> int:
