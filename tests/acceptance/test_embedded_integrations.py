@@ -10,9 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from _processes import Server, free_port, terminate, wait_until
-
 import oncely
+from _processes import Server, free_port, terminate, wait_until
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 _SERVING = re.compile(r"oncely: worker \S+#(\d+) serving")

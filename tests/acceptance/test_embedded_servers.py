@@ -24,6 +24,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+
 from _processes import Server, free_port, wait_until
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "fastapi_app"
