@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import uuid
@@ -11,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from itertools import islice
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+from oncely.clock import DatabaseClock
 from oncely.engine import (
     DEFAULT_GRACE,
     DEFAULT_LEASE,
@@ -45,17 +47,14 @@ H = TypeVar("H", bound=Handler)
 _BACKFILL_LIMIT = 100_000
 
 
-def _system_clock() -> datetime:
-    return datetime.now(UTC)
-
-
 class App:
     """A scheduler bound to one database; declare jobs on it, then tick or run a worker.
 
     ``url`` defaults to ``$ONCELY_DATABASE_URL``, else the embedded ``sqlite:///oncely.db``.
     ``clock`` (a callable returning an aware datetime) decides every time comparison, leases
-    included, so tests move time without sleeping. Nothing connects until first use; the
-    database is migrated then.
+    included, so tests move time without sleeping. Without one, times are the database's
+    (`oncely.clock.DatabaseClock`), so workers on machines whose clocks disagree still agree.
+    Nothing connects until first use; the database is migrated then.
     """
 
     def __init__(self, url: str | None = None, clock: Callable[[], datetime] | None = None):
@@ -66,7 +65,7 @@ class App:
                 f"clock={clock!r} is not callable; pass a function returning an aware datetime"
             )
         self.url = chosen
-        self._clock = clock or _system_clock
+        self._clock = clock or DatabaseClock()
         self._jobs: dict[str, Job] = {}
         self._store: Store | None = None
         self._migrated = False
@@ -379,10 +378,17 @@ class App:
             if self._store is None:
                 self._store = open_store(self.url)
                 self._migrated = False
+            if isinstance(self._clock, DatabaseClock):
+                self._clock.sync(self._store, every_s=math.inf)  # the first use only
             if migrate and not self._migrated:
                 self._store.migrate(self.now())
                 self._migrated = True
             return self._store
+
+    def _sync_clock(self) -> None:
+        """Measure the default clock's offset to the database again, once a minute at most."""
+        if isinstance(self._clock, DatabaseClock):
+            self._clock.sync(self.store)
 
     def close(self) -> None:
         """Stop a loop `start` began (as `stop` does), then release the store's connections and

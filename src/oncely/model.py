@@ -195,3 +195,15 @@ class Reclaimed:
     owner: str | None
     attempts: int
     status: Literal["retrying", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class CodeVersion:
+    """A set of code-declared schedules as some worker started with it, by ``fingerprint``:
+    first and last seen (workers refresh ``last_seen_at`` while they run), and when its
+    declarations were last applied to the schedules (None: never)."""
+
+    fingerprint: str
+    first_seen_at: datetime
+    last_seen_at: datetime
+    applied_at: datetime | None

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from _engine_support import MakeApp
 
 import oncely
+from oncely.engine.reconcile import LIVE
 from oncely.testing import Clock
 
 
@@ -241,3 +242,54 @@ def test_async_handlers_run_on_the_engines_own_loop(app: oncely.App, clock: Cloc
     asyncio.run(from_async_code())
     assert seen == [("a", 1), ("a", 2)]
     assert app.history()[0].status == "succeeded"
+
+
+def _deploy(make_app: MakeApp, version: int) -> oncely.App:
+    """Version 1: `report` every 2 min and `legacy` every minute. Version 2: `report` every
+    3 min, `legacy` removed, `fresh` added."""
+    app = make_app()
+
+    def handler(run: oncely.Run) -> None:
+        pass
+
+    app.job(oncely.every(minutes=2 if version == 1 else 3), name="report")(handler)
+    app.job(oncely.every(minutes=1), name="legacy" if version == 1 else "fresh")(handler)
+    return app
+
+
+def _declared(app: oncely.App) -> dict[str, object]:
+    return {s.key: s.trigger and s.trigger.to_spec() for s in app.schedules()}
+
+
+def test_an_old_version_started_mid_deploy_does_not_put_its_triggers_back(
+    make_app: MakeApp, clock: Clock
+) -> None:
+    _deploy(make_app, 1).tick()
+    clock.advance(minutes=1)
+    new = _deploy(make_app, 2)
+    new.tick()
+    deployed = _declared(new)
+    assert set(deployed) == {"report", "fresh"}
+    clock.advance(minutes=1)
+    restarted = _deploy(make_app, 1)  # an old instance restarts while the new one runs
+    restarted.tick()
+    restarted._the_engine().reconciler.check()
+    assert _declared(restarted) == deployed
+
+
+def test_a_rollback_applies_the_old_version_once_no_new_worker_is_left(
+    make_app: MakeApp, clock: Clock
+) -> None:
+    _deploy(make_app, 1).tick()
+    clock.advance(minutes=1)
+    _deploy(make_app, 2).tick()
+    clock.advance(minutes=1)
+    old = _deploy(make_app, 1)
+    old.tick()
+    assert set(_declared(old)) == {"report", "fresh"}  # the new version is still live
+    clock.advance(LIVE)  # no worker of the new version has said it is live since
+    old._the_engine().reconciler.check()
+    assert _declared(old) == {
+        "report": oncely.every(minutes=2).to_spec(),
+        "legacy": oncely.every(minutes=1).to_spec(),
+    }

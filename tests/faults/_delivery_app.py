@@ -8,8 +8,9 @@ transaction (committed with the completion, or not at all), the others a line (_
 Environment: ONCELY_DATABASE_URL; ONCELY_TEST_EFFECTS (a directory); ONCELY_TEST_LEASE_S
 (default 4); ONCELY_TEST_MISFIRE (default skip); ONCELY_TEST_SLEEP_S, how long each handler
 works after making its effect (default 0), so that a kill can find it mid-call with its effect
-made; ONCELY_TEST_SKEW_S, seconds this process's clock is ahead of the real one (negative:
-behind; default 0).
+made; ONCELY_TEST_SKEW_S, seconds this machine's clock is ahead of the real one (negative:
+behind; default 0), played by replacing `oncely.clock.wall`, the machine clock that the default
+clock corrects by the database's.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import psycopg
 from _record import record
 
 import oncely
+import oncely.clock
 
 URL = os.environ["ONCELY_DATABASE_URL"]
 LEASE = timedelta(seconds=float(os.environ.get("ONCELY_TEST_LEASE_S", "4")))
@@ -31,11 +33,12 @@ SLEEP_S = float(os.environ.get("ONCELY_TEST_SLEEP_S", "0"))
 SKEW = timedelta(seconds=float(os.environ.get("ONCELY_TEST_SKEW_S", "0")))
 
 
-def _clock() -> datetime:
+def _skewed_wall() -> datetime:
     return datetime.now(UTC) + SKEW
 
 
-app = oncely.App(URL, clock=_clock)
+oncely.clock.wall = _skewed_wall
+app = oncely.App(URL)
 
 
 # overlap="allow": under "skip", an occurrence held by a killed worker until its lease expires

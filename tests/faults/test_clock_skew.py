@@ -1,23 +1,14 @@
-"""Clock skew: two `oncely run` processes whose clocks disagree by 30 s (one on time, one 30 s
-ahead, injected through ``App(clock=...)``) share every-second schedules and a burst of one-off
-occurrences, in all three delivery modes.
+"""Clock skew: two `oncely run` processes whose machine clocks disagree by 30 s (one on time,
+one 30 s ahead, played by replacing `oncely.clock.wall`) share every-second schedules and a burst
+of one-off occurrences, in all three delivery modes.
 
-What holds, and is required: no occurrence runs twice and none goes unrecorded, as long as a
-job's lease is longer than 1.5 times the disagreement. Occurrence rows are unique and every
-completion is fenced, whatever the clocks say; but claims judge leases by the claiming worker's
-own clock (only locks and the housekeeping lease use the database's), and a worker renews a lease
-once it has used a third of it, so another worker whose clock runs ahead by more than what is
-left of a lease takes it over.
-
-What does not hold, shown as expected failures (xfail) with their counts:
-
-- With a 60 s lease, the worker 30 s ahead claims and runs every occurrence up to 30 s before
-  its time, and the first time it materialises a schedule it records the 29 occurrences between
-  the real time and its own as skipped (misfire: a newer one ran instead).
-- With a 4 s lease (shorter than the skew), the worker ahead takes over the other's claims as
-  soon as they are made: ``at_least_once`` occurrences run twice, and ``at_most_once`` ones that
-  ran and succeeded are recorded as abandoned. ``transactional`` stays exactly once (the losing
-  commit is refused with its fence).
+Required: no occurrence runs twice, none goes unrecorded, none runs early, and none is skipped
+as missed, with leases longer than the skew and shorter. The default clock is the database's
+time (this machine's clock plus the offset measured against PostgreSQL), so due times, misfire
+and lease expiry are judged alike by both workers. Before it, the worker ahead ran every
+occurrence up to 30 s early, recorded the 29 between the real time and its own as skipped, and
+with 4 s leases took over the other worker's claims as they were made (at_least_once ran twice,
+at_most_once runs were recorded as abandoned).
 """
 
 from __future__ import annotations
@@ -28,7 +19,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import pytest
 from _faults import (
     MODES,
     effects,
@@ -135,16 +125,11 @@ def test_leases_longer_than_the_skew_keep_every_occurrence_once(
     assert {mode: (c.twice, c.silent) for mode, c in counts.items()} == {
         mode: (0, 0) for mode in MODES
     }
-    early = sum(c.early for c in counts.values())
-    skipped = sum(c.skipped for c in counts.values())
-    if early or skipped:
-        pytest.xfail(
-            f"claims use the worker's clock: the worker {SKEW_S} s ahead ran {early} occurrences "
-            f"early and its first materialisations recorded {skipped} as skipped"
-        )
+    assert sum(c.early for c in counts.values()) == 0
+    assert sum(c.skipped for c in counts.values()) == 0
 
 
-def test_a_lease_shorter_than_the_skew_is_taken_over_at_once(
+def test_a_lease_shorter_than_the_skew_is_not_taken_over(
     postgres_url: str, tmp_path: Path, report: Callable[[str], None]
 ) -> None:
     counts = _run(postgres_url, tmp_path, lease_s=4)
@@ -154,10 +139,6 @@ def test_a_lease_shorter_than_the_skew_is_taken_over_at_once(
     assert counts["transactional"].twice == 0
     assert counts["at_most_once"].twice == 0
     assert all(c.silent == 0 for c in counts.values())
-    twice = counts["at_least_once"].twice
-    wrongly_abandoned = counts["at_most_once"].abandoned_after_running
-    if twice or wrongly_abandoned:
-        pytest.xfail(
-            f"claims judge leases by the claimer's clock: {twice} at_least_once occurrences ran "
-            f"twice and {wrongly_abandoned} at_most_once ones were abandoned after running"
-        )
+    assert counts["at_least_once"].twice == 0
+    assert counts["at_most_once"].abandoned_after_running == 0
+    assert sum(c.early for c in counts.values()) == 0

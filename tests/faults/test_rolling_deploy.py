@@ -8,9 +8,9 @@ already claimed); `report` misses none of its times under either trigger; `legac
 version 2 starts (its schedule ``removed``), though version 1, which still declares it, runs on;
 `fresh` runs every second from then on, only on version 2.
 
-Code-declared schedules are reconciled by each worker when it starts, so the version that
-started last decides the triggers: an old worker started mid-deploy (a restart, an autoscaler)
-puts its triggers back. That is shown as an expected failure (xfail), in the long version only.
+And an old worker started mid-deploy (a restart, an autoscaler) leaves version 2's triggers
+alone: reconciliation goes by code version, the newest first seen, not by who started last.
+Before it did, that worker put the 2 s trigger back and revived `legacy`.
 """
 
 from __future__ import annotations
@@ -23,8 +23,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
-import pytest
-from _faults import LONG, Effect, effects, fault_workers, prepare, scaled, seconds_between
+from _faults import Effect, effects, fault_workers, prepare, scaled, seconds_between
 
 from _processes import Workers, terminate, wait_until
 
@@ -134,8 +133,7 @@ def test_old_and_new_versions_side_by_side_then_the_old_ones_stop(
     assert {e.pid for e in together} & set(old), "v1 ran no report side by side"
 
 
-@pytest.mark.skipif(not LONG, reason="long version only (make faults)")
-def test_an_old_worker_started_mid_deploy_puts_its_triggers_back(
+def test_an_old_worker_started_mid_deploy_leaves_the_new_triggers_alone(
     postgres_url: str, tmp_path: Path, report: Callable[[str], None]
 ) -> None:
     prepare(postgres_url)
@@ -157,10 +155,10 @@ def test_an_old_worker_started_mid_deploy_puts_its_triggers_back(
     ]
     report(
         f"v1, then v2, then one more v1 ({TOGETHER_S:.0f} s): legacy ran {len(resurrected)} "
-        f"times after its removal, report {len(two_seconds)} times on the old trigger"
+        f"times after its removal, report {len(two_seconds)} times on the old trigger; "
+        f"schedules: report every {_schedule(postgres_url, 'report')[1]} s, legacy "
+        f"{_schedule(postgres_url, 'legacy')[0]}"
     )
-    if resurrected or two_seconds:
-        pytest.xfail(
-            "reconciliation is last-start-wins: an old worker started mid-deploy revived the "
-            f"removed job ({len(resurrected)} runs) and the old trigger ({len(two_seconds)} runs)"
-        )
+    assert (resurrected, two_seconds) == ([], [])
+    assert _schedule(postgres_url, "report") == ("active", 3)
+    assert _schedule(postgres_url, "legacy")[0] == "removed"

@@ -1,3 +1,10 @@
+CREATE TABLE public.oncely_code_versions (
+    fingerprint text NOT NULL,
+    first_seen_at timestamp with time zone NOT NULL,
+    last_seen_at timestamp with time zone NOT NULL,
+    applied_at timestamp with time zone
+);
+
 CREATE SEQUENCE public.oncely_fences
     START WITH 1
     INCREMENT BY 1
@@ -110,6 +117,9 @@ ALTER TABLE public.oncely_sweeps ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTIT
     NO MAXVALUE
     CACHE 1
 );
+
+ALTER TABLE ONLY public.oncely_code_versions
+    ADD CONSTRAINT oncely_code_versions_pkey PRIMARY KEY (fingerprint);
 
 ALTER TABLE ONLY public.oncely_leases
     ADD CONSTRAINT oncely_leases_pkey PRIMARY KEY (name);

@@ -20,6 +20,14 @@ CREATE INDEX oncely_schedules_due ON oncely_schedules (next_run_at)
 -- index oncely_sweeps_finished
 CREATE INDEX oncely_sweeps_finished ON oncely_sweeps (finished_at, id);
 
+-- table oncely_code_versions
+CREATE TABLE oncely_code_versions (
+    fingerprint   text    PRIMARY KEY,
+    first_seen_at integer NOT NULL,
+    last_seen_at  integer NOT NULL,
+    applied_at    integer
+) STRICT;
+
 -- table oncely_fences
 CREATE TABLE oncely_fences (
     id    integer PRIMARY KEY CHECK (id = 1),

@@ -21,7 +21,7 @@ from oncely.engine.bridge import AsyncBridge
 from oncely.engine.execute import Executor, Finished, extended
 from oncely.engine.job import Job
 from oncely.engine.misfire import plan
-from oncely.engine.reconcile import reconcile
+from oncely.engine.reconcile import Reconciler
 from oncely.errors import OncelyError, TickFailed
 from oncely.model import Claim, Materialisation, Schedule
 from oncely.store import Store
@@ -90,6 +90,7 @@ class Engine:
         self.clock = clock
         self.bridge = AsyncBridge()
         self.executor = Executor(store, clock, self.bridge, random.Random())
+        self.reconciler = Reconciler(store, jobs, clock, worker_id)
         self.reconciled = False
         self._batch = _FIRST_BATCH
         self._turn = 0
@@ -149,7 +150,7 @@ class Engine:
         return sorted(by_lease.items(), key=lambda item: item[0]) or [(_DEFAULT_LEASE, [])]
 
     def _reconcile(self, report: TickReport) -> None:
-        reconcile(self.store, self.jobs, self.clock())
+        self.reconciler.start()
         self.reconciled = True
 
     def _abandon(self, report: TickReport) -> None:

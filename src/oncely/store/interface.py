@@ -11,6 +11,7 @@ from typing import Any
 from oncely.model import (
     Abandoned,
     Claim,
+    CodeVersion,
     Failure,
     Lease,
     Materialisation,
@@ -344,6 +345,17 @@ class Store(ABC):
     @abstractmethod
     def lease_holder(self, name: str, now: datetime) -> Lease | None:
         """The lease on ``name`` that has not expired at ``now``, if any."""
+
+    @abstractmethod
+    def see_code_version(
+        self, fingerprint: str, now: datetime
+    ) -> tuple[CodeVersion, CodeVersion | None]:
+        """Record that a worker with these code declarations runs at ``now`` (first seen now if
+        never seen); return it and the version applied last (None: none ever was)."""
+
+    @abstractmethod
+    def mark_code_applied(self, fingerprint: str, now: datetime) -> None:
+        """Record that ``fingerprint``'s declarations were applied to the schedules at ``now``."""
 
     @abstractmethod
     def database_now(self) -> datetime | None:

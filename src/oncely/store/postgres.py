@@ -21,6 +21,7 @@ from oncely.errors import StoreError, StoreUnavailable
 from oncely.model import (
     Abandoned,
     Claim,
+    CodeVersion,
     Failure,
     Lease,
     Materialisation,
@@ -640,6 +641,22 @@ class PostgresStore(Store):
                 self._sql["lease_holder"], {"name": name, "now": now}
             ).fetchone()
         return None if row is None else housekeeping.lease(row)
+
+    def see_code_version(
+        self, fingerprint: str, now: datetime
+    ) -> tuple[CodeVersion, CodeVersion | None]:
+        params = {"fingerprint": fingerprint, "now": now}
+        with self._connect() as connection:
+            mine = connection.execute(self._sql["see_code_version"], params).fetchone()
+            applied = connection.execute(self._sql["applied_code_version"]).fetchone()
+        assert mine is not None
+        return CodeVersion(**mine), None if applied is None else CodeVersion(**applied)
+
+    def mark_code_applied(self, fingerprint: str, now: datetime) -> None:
+        with self._connect() as connection:
+            connection.execute(
+                self._sql["mark_code_applied"], {"fingerprint": fingerprint, "now": now}
+            )
 
     def database_now(self) -> datetime | None:
         with self._connect() as connection:

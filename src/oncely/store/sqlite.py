@@ -16,6 +16,7 @@ from oncely.errors import StoreError, StoreUnavailable
 from oncely.model import (
     Abandoned,
     Claim,
+    CodeVersion,
     Failure,
     Lease,
     Materialisation,
@@ -57,7 +58,8 @@ def from_micros(value: int) -> datetime:
 _TIME_COLUMNS = frozenset(
     {
         "next_run_at", "created_at", "updated_at", "scheduled_for", "started_at", "finished_at",
-        "run_after", "lease_expires_at", "expires_at",
+        "run_after", "lease_expires_at", "expires_at", "first_seen_at", "last_seen_at",
+        "applied_at",
     }
 )  # fmt: skip
 
@@ -617,6 +619,20 @@ class SqliteStore(Store):
         with self._connect() as connection:
             found = self._row(connection, "lease_holder", {"name": name, "now": now})
         return None if found is None else housekeeping.lease(found)
+
+    def see_code_version(
+        self, fingerprint: str, now: datetime
+    ) -> tuple[CodeVersion, CodeVersion | None]:
+        params = {"fingerprint": fingerprint, "now": now}
+        with self._write() as connection:
+            mine = self._row(connection, "see_code_version", params)
+            applied = self._row(connection, "applied_code_version", {})
+        assert mine is not None
+        return CodeVersion(**mine), None if applied is None else CodeVersion(**applied)
+
+    def mark_code_applied(self, fingerprint: str, now: datetime) -> None:
+        with self._write() as connection:
+            self._row(connection, "mark_code_applied", {"fingerprint": fingerprint, "now": now})
 
     def database_now(self) -> datetime | None:
         return None

@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from oncely.clock import RESYNC_S
 from oncely.engine import Engine, Job, Run, TickReport, worker_id
 from oncely.engine.execute import Finished, claim_fields, extended
 from oncely.errors import ConfigurationError, OncelyError, StoreError
@@ -139,6 +140,8 @@ class Worker:
         self._changed = True
         self._due_at: datetime | None = None
         self._prepared_at = float("-inf")
+        # The first minute's check is the start's: the clock syncs and the code reconciles then.
+        self._minutely_at = time.monotonic()
         self._lead = _LEAD_MIN
         self._prefetch = concurrency
         self._ahead_to: datetime | None = None
@@ -330,8 +333,18 @@ class Worker:
             self._lead = min(max(_LEAD_FACTOR * took, _LEAD_MIN), _LEAD_MAX)
         if prepare:
             self.metrics.reclaimed(self.housekeeping.maybe_sweep(self.engine, now))
+            self._every_minute()
             self._due_at = self._next_due(now)
         self._start_early()
+
+    def _every_minute(self) -> None:
+        """Measure the clock's offset to the database, and say this code version is live (and
+        apply its declarations if a newer version's workers are gone: a rollback)."""
+        if time.monotonic() - self._minutely_at < RESYNC_S:
+            return
+        self._minutely_at = time.monotonic()
+        self.app._sync_clock()
+        self.engine.reconciler.check()
 
     def _next_due(self, now: datetime) -> datetime:
         due = self.store.next_due_at(self.engine.jobs)

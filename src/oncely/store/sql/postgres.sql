@@ -478,3 +478,20 @@ UPDATE oncely_occurrences o SET reason = %(reason)s
 FROM unnest(%(ids)s::bigint[], %(fences)s::bigint[]) AS v(id, fence)
 WHERE o.id = v.id AND o.status = 'running' AND o.fence = v.fence
 RETURNING o.id;
+
+-- name: see_code_version
+INSERT INTO oncely_code_versions (fingerprint, first_seen_at, last_seen_at)
+VALUES (%(fingerprint)s, %(now)s, %(now)s)
+ON CONFLICT (fingerprint) DO UPDATE
+SET last_seen_at = GREATEST(oncely_code_versions.last_seen_at, excluded.last_seen_at)
+RETURNING fingerprint, first_seen_at, last_seen_at, applied_at;
+
+-- name: applied_code_version
+-- The version whose declarations were applied last (applied_at IS NULL: never applied, left out).
+SELECT fingerprint, first_seen_at, last_seen_at, applied_at FROM oncely_code_versions
+WHERE applied_at IS NOT NULL
+ORDER BY applied_at DESC, first_seen_at DESC
+LIMIT 1;
+
+-- name: mark_code_applied
+UPDATE oncely_code_versions SET applied_at = %(now)s WHERE fingerprint = %(fingerprint)s;

@@ -451,3 +451,20 @@ FROM (SELECT value ->> 0 AS id, value ->> 1 AS fence FROM json_each(:claims)) AS
 WHERE oncely_occurrences.id = v.id AND oncely_occurrences.status = 'running'
   AND oncely_occurrences.fence = v.fence
 RETURNING id;
+
+-- name: see_code_version
+INSERT INTO oncely_code_versions (fingerprint, first_seen_at, last_seen_at)
+VALUES (:fingerprint, :now, :now)
+ON CONFLICT (fingerprint) DO UPDATE
+SET last_seen_at = max(oncely_code_versions.last_seen_at, excluded.last_seen_at)
+RETURNING fingerprint, first_seen_at, last_seen_at, applied_at;
+
+-- name: applied_code_version
+-- The version whose declarations were applied last (applied_at IS NULL: never applied, left out).
+SELECT fingerprint, first_seen_at, last_seen_at, applied_at FROM oncely_code_versions
+WHERE applied_at IS NOT NULL
+ORDER BY applied_at DESC, first_seen_at DESC
+LIMIT 1;
+
+-- name: mark_code_applied
+UPDATE oncely_code_versions SET applied_at = :now WHERE fingerprint = :fingerprint;
