@@ -165,6 +165,17 @@ class Workers:
     def signal(self, k: int, signum: int) -> None:
         self.procs[k].send_signal(signum)
 
+    def wait_ready(self, timeout: float = 120.0) -> None:
+        """Wait until every worker logged that it is serving. The window starts after that: on
+        a loaded machine start-up took longer than the margin, and every occurrence in the
+        window was (rightly) skipped as missed when the worker met them late."""
+        deadline = time.monotonic() + timeout
+        while not all(b" serving " in log.read_bytes() for log in self.logs):
+            self.check_alive()
+            if time.monotonic() > deadline:
+                raise WorkerFailed(f"the workers did not start within {timeout:.0f} s")
+            time.sleep(0.05)
+
     def stop(self) -> None:
         """SIGTERM every worker; each must drain and exit 0 within ``STOP_S``."""
         for proc in self.procs:
@@ -367,6 +378,7 @@ def run_lag(
             per_worker=[{"BENCH_WORKER_PROFILE": str(stats)}] if profile else None,
         )  # fmt: skip
         try:
+            team.wait_ready()
             t0 = time.time()
             start = t0 if base is None else base
             w0, w1 = window(t0, start, seconds, margin)
