@@ -240,7 +240,7 @@ def test_a_file_no_older_than_the_run_that_read_it_is_read_every_time(
     read the file keeps its mtime, so a stat from that tick (or later) is never trusted."""
     root = _project(tmp_path)
     clock = time.time_ns() - 100 * 10**9
-    monkeypatch.setattr(lint_cache, "_file_system_time", lambda folder: clock)
+    monkeypatch.setattr(lint_cache, "file_system_time", lambda folder: clock)
     for name in FILES:
         _set_mtime(root / name, clock - 1)
     racy = root / "pkg" / "c.py"

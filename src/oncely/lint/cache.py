@@ -35,9 +35,10 @@ from typing import Any
 
 from oncely.lint.config import LintConfig
 from oncely.lint.finding import Finding
+from oncely.lint.manifest import CACHE_FOLDER
 
 #: Where the cache lives, relative to the config root (the directory of pyproject.toml).
-CACHE_DIR = Path(".oncely_cache") / "lint"
+CACHE_DIR = Path(CACHE_FOLDER)
 _DOCUMENT = "findings.json"
 _FORMAT = 2
 _LINT_PACKAGE = Path(__file__).resolve().parent
@@ -78,7 +79,7 @@ class LintCache:
             if findings is not None:
                 return findings
         if not self._clock_read:
-            self._clock, self._clock_read = _file_system_time(self.path.parent), True
+            self._clock, self._clock_read = file_system_time(self.path.parent), True
         with open(path, "rb") as file:
             data = file.read()
         digest = hashlib.sha256(data).hexdigest()
@@ -116,17 +117,23 @@ class LintCache:
             if relative in self._seen or os.path.isfile(os.path.join(self.root, relative))
         }
         document = json.dumps({"format": _FORMAT, "entries": entries}, separators=(",", ":"))
-        with contextlib.suppress(OSError):
-            _prepare(self.path.parent)
-            handle, scratch = _scratch_file(self.path.parent)
-            try:
-                with os.fdopen(handle, "w", encoding="utf-8") as out:
-                    out.write(document)
-                os.replace(scratch, self.path)
-            finally:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(scratch)
+        write_document(self.path, document)
         self._changed = False
+
+
+def write_document(path: Path, text: str) -> None:
+    """Replace the file at ``path`` (in the cache folder) with ``text``, atomically: readers see
+    the old document or the new one. A failure is ignored: the cache is only a speed-up."""
+    with contextlib.suppress(OSError):
+        _prepare(path.parent)
+        handle, scratch = _scratch_file(path.parent)
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                out.write(text)
+            os.replace(scratch, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(scratch)
 
 
 def _prepare(folder: Path) -> None:
@@ -143,7 +150,7 @@ def _scratch_file(folder: Path) -> tuple[int, str]:
     return tempfile.mkstemp(dir=folder, suffix=".tmp")
 
 
-def _file_system_time(folder: Path) -> int | None:
+def file_system_time(folder: Path) -> int | None:
     """The file system's clock now, in ns: the mtime of a file created in ``folder`` for the
     purpose (file times come from the file system's clock, and its ticks, not the process's).
     None when the folder cannot be written: nothing will be saved then either."""
@@ -178,16 +185,6 @@ def _settings_digest(config: LintConfig, codes: Sequence[str]) -> str:
 def _python_version() -> str:
     # A newer Python parses syntax an older one rejects (ONC001).
     return ".".join(map(str, sys.version_info[:3]))
-
-
-def oncely_version() -> str:
-    """The installed oncely's version ('unknown' when run from a source tree not installed)."""
-    from importlib import metadata  # tens of milliseconds: only SARIF output needs it
-
-    try:
-        return metadata.version("oncely")
-    except metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def _lint_code_digest() -> str:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oncely.lint.config import LintConfig
+from oncely.lint.discovery import python_files_under
 from oncely.lint.finding import Finding
 from oncely.lint.rules import Context, Rule, all_rules, rule_codes
 
@@ -45,7 +46,6 @@ _CODE = re.compile(r"[\s,]*(?P<code>[a-z]+\d+)\b", re.I)
 _REASON = re.compile(r"\s*(?:--|\u2013|\u2014)(?P<reason>.*?)(?:\s#(?:\s|$).*)?$")
 _WORD = re.compile(r"[^\W_]")
 _COOKIE = re.compile(rb"^(?:\xef\xbb\xbf)?[ \t\f]*#.*?coding[:=][ \t]*(?P<name>[-\w.]+)", re.M)
-_SKIPPED_DIRS = {".git", ".hg", ".venv", "venv", "__pycache__", "node_modules", "build", "dist"}
 # Codes the engine itself reports (their rule files carry the documentation and examples).
 SUPPRESSION_WITHOUT_REASON = "ONC000"
 SYNTAX_ERROR = "ONC001"
@@ -103,42 +103,13 @@ def _sources(paths: Iterable[Path], config: LintConfig) -> Iterator[_Source]:
         prefix = "" if top == "." else top.rstrip("/") + "/"
         base = resolver.relative(top)
         base = "" if base == "." else base.rstrip("/") + "/"
-        for parts, symlink in _python_files_under(top):
+        for parts, symlink in python_files_under(top):
             below = "/".join(parts)
             file = prefix + below
             # A symlinked file is reported where it points, as Path.resolve() would have it.
             relative = resolver.relative(file) if symlink else base + below
             if not config.excludes(relative):
                 yield _Source(file, relative, relative if path.is_absolute() else file)
-
-
-def _python_files_under(top: str) -> list[tuple[tuple[str, ...], bool]]:
-    """The ``.py`` files under directory ``top``, each as its path's parts below ``top`` and
-    whether it is a symlink; sorted as paths are, not descending into symlinked directories
-    (as ``Path.rglob``) nor into `_SKIPPED_DIRS`."""
-    found: list[tuple[tuple[str, ...], bool]] = []
-    folders: list[tuple[str, tuple[str, ...]]] = [(top, ())]
-    while folders:
-        folder, parts = folders.pop()
-        try:
-            with os.scandir(folder) as entries:
-                for entry in entries:
-                    name = entry.name
-                    if name.endswith(".py") and not _is_dir(entry):
-                        found.append(((*parts, name), entry.is_symlink()))
-                    elif name not in _SKIPPED_DIRS and _is_dir(entry) and not entry.is_symlink():
-                        folders.append((entry.path, (*parts, name)))
-        except OSError:
-            continue
-    found.sort()
-    return found
-
-
-def _is_dir(entry: os.DirEntry[str]) -> bool:
-    try:
-        return entry.is_dir()
-    except OSError:
-        return False
 
 
 class _Resolver:
