@@ -141,3 +141,22 @@ def test_an_inert_rule_is_not_walked(tmp_path: Path) -> None:
     rule = _Inert()
     lint_source(tmp_path / "m.py", "a = b\n", LintConfig(root=tmp_path), [rule])
     assert rule.seen == []
+
+
+def test_a_file_no_enabled_rule_can_fire_in_is_parsed_but_not_walked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oncely.lint import engine
+
+    walked: list[ast.AST] = []
+    real = engine._visit
+    monkeypatch.setattr(
+        engine, "_visit", lambda tree, *rest: walked.append(tree) or real(tree, *rest)
+    )
+    config = LintConfig(root=tmp_path)
+    rule = _Triggered()
+    assert lint_source(tmp_path / "m.py", "a = b\n", config, [rule]) == []
+    assert walked == []
+    assert [f.code for f in lint_source(tmp_path / "m.py", "a = (\n", config, [rule])] == ["ONC001"]
+    lint_source(tmp_path / "m.py", "needle = b\n", config, [rule])
+    assert len(walked) == 1

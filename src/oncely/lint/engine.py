@@ -363,10 +363,11 @@ class _Walk:
                     skipped.add(code)
         if not skipped:
             return self.dispatch
-        return {
+        kept = {
             kind: [(code, handle) for code, handle in handlers if code not in skipped]
             for kind, handlers in self.dispatch.items()
         }
+        return {kind: handlers for kind, handlers in kept.items() if handlers}
 
 
 def _lint(source: _Source, content: str | bytes, config: LintConfig, walk: _Walk) -> list[Finding]:
@@ -386,18 +387,24 @@ def _lint(source: _Source, content: str | bytes, config: LintConfig, walk: _Walk
                 f"syntax error, file not checked: {exc}",
             )
         ]
-    # Not splitlines(): it also breaks at a form feed, which Python reads as a space.
-    context = Context(
-        path=source.shown,
-        module=_module_name(source.shown),
-        lines=text.split("\n"),
-        root=config.root,
-        tree=tree,
-    )
-    _visit(tree, walk.for_file(source, text, config), context)
+    findings: list[Finding] = []
+    dispatch = walk.for_file(source, text, config)
+    if dispatch:  # else no rule can fire here: the file was parsed (ONC001), not walked
+        # Not splitlines(): it also breaks at a form feed, which Python reads as a space.
+        context = Context(
+            path=source.shown,
+            module=_module_name(source.shown),
+            lines=text.split("\n"),
+            root=config.root,
+            tree=tree,
+        )
+        _visit(tree, dispatch, context)
+        findings = context.findings
     # A suppression says "oncely" (in any case): a file that never does skips the tokenizer.
     suppressions = _suppressions(text) if "oncely" in text.lower() else {}
-    return _apply_suppressions(context.findings, suppressions, source.shown, config)
+    if not findings and not suppressions:
+        return findings
+    return _apply_suppressions(findings, suppressions, source.shown, config)
 
 
 def _visit(tree: ast.AST, dispatch: Dispatch, context: Context) -> None:
