@@ -23,7 +23,6 @@ import tokenize
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import repeat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -144,9 +143,10 @@ def lint_files(
     """Findings of the enabled rules (or only ``codes``, when given) in ``paths``, sorted.
 
     With ``cache``, a file whose findings it holds is not parsed, and the findings of the files
-    that were parsed are saved to it. ``jobs`` caps the worker processes (default: the usable
+    that were parsed are saved to it. ``jobs`` caps the processes that parse (default: the usable
     cores); with more than one and more than `PARALLEL_MIN_FILES` files to parse, the files are
-    parsed in a process pool. Neither changes the findings nor their order.
+    parsed by this process and a pool of ``jobs - 1`` more. Neither changes the findings nor
+    their order.
     """
     sources = list(_sources(paths, config))
     found: list[list[Finding] | None] = [None] * len(sources)
@@ -271,11 +271,11 @@ def _lint_pending(
     jobs: int | None,
 ) -> list[list[Finding]]:
     workers = min(jobs or _usable_cores(), len(pending))
+    walk = _Walk.of(rules)
     if workers < 2 or len(pending) <= PARALLEL_MIN_FILES:
-        walk = _Walk.of(rules)
         return [_lint(source, data, config, walk) for _, source, data in pending]
-    # Several batches per worker even out files of very different sizes.
-    size = -(-len(pending) // (workers * 4))
+    # Many small batches even out files of very different sizes, and the wait for the last.
+    size = -(-len(pending) // (workers * 8))
     batches = [
         [(source, data) for _, source, data in pending[start : start + size]]
         for start in range(0, len(pending), size)
@@ -283,9 +283,20 @@ def _lint_pending(
     from concurrent.futures import ProcessPoolExecutor  # only runs this large import it
 
     codes = [rule.code for rule in rules]
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_process_context()) as pool:
-        results = pool.map(_lint_batch, repeat(config), repeat(codes), batches)
-        return [findings for batch in results for findings in batch]
+    done: list[list[list[Finding]] | None] = [None] * len(batches)
+    # This process is one of the workers: it lints from the last batch back each batch the
+    # pool has not begun (a batch is sent, and pickled, only when a pool worker is free).
+    with ProcessPoolExecutor(max_workers=workers - 1, mp_context=_process_context()) as pool:
+        futures = [pool.submit(_lint_batch, config, codes, batch) for batch in batches]
+        for index in reversed(range(len(batches))):
+            if not futures[index].cancel():
+                break
+            done[index] = [_lint(source, data, config, walk) for source, data in batches[index]]
+        return [
+            findings
+            for index, batch in enumerate(done)
+            for findings in (futures[index].result() if batch is None else batch)
+        ]
 
 
 def _lint_batch(
