@@ -2,8 +2,10 @@
 
 An entry holds a file's findings with the digest of the settings they were found under (the
 lint code itself, the Python that parsed the file, the enabled rules' codes with their options
-and allow lists) and the sha256 of the file's bytes. Its findings are reused when both match:
-the same rules would see the same file where they saw it before, so it is not parsed. Entries
+and allow lists), the sha256 of the file's bytes, and the module the file was taken for (named
+after the path the file is shown under, so after where the run started; ONC201 resolves
+imports by it). Its findings are reused when all three match: the same rules would see the
+same file as the same module, so it is not parsed. Entries
 live in one JSON document, ``<config root>/.oncely_cache/lint/findings.json``, one entry per path
 relative to the config root: editing a file replaces its entry, and entries of files that no
 longer exist are dropped when the document is saved.
@@ -36,11 +38,12 @@ from typing import Any
 from oncely.lint.config import LintConfig
 from oncely.lint.finding import Finding
 from oncely.lint.manifest import CACHE_FOLDER
+from oncely.lint.rules.base import module_name
 
 #: Where the cache lives, relative to the config root (the directory of pyproject.toml).
 CACHE_DIR = Path(CACHE_FOLDER)
 _DOCUMENT = "findings.json"
-_FORMAT = 2
+_FORMAT = 3
 _LINT_PACKAGE = Path(__file__).resolve().parent
 
 
@@ -55,7 +58,7 @@ class LintCache:
         self._entries: dict[str, dict[str, Any]] = _load(self.path)
         # What `get` read of each file it could not trust: its stat (None when too recent to
         # trust) and digest, for `put`.
-        self._reads: dict[str, tuple[list[int] | None, str]] = {}
+        self._reads: dict[str, tuple[list[int] | None, str, str]] = {}
         self._seen: set[str] = set()
         self._clock: int | None = None
         self._clock_read = False
@@ -66,14 +69,17 @@ class LintCache:
         reported under ``shown``; when it holds none for the file as it is now, the file's
         bytes, to lint and `put`.
 
-        The path is not stored: the same file is shown relative to wherever a run starts.
+        The path is not stored: the same file is shown relative to wherever a run starts. The
+        module that path names is (`module_name`: rules resolve imports and boundaries by it),
+        and a file shown as another module is linted again.
         Raises `OSError` when the file cannot be read.
         """
         self._seen.add(relative)
         status = os.stat(path)
         stat = [status.st_size, status.st_mtime_ns, status.st_ino]
         entry = self._entries.get(relative, {})
-        current = entry.get("settings") == self._settings
+        module = module_name(shown)
+        current = entry.get("settings") == self._settings and entry.get("module") == module
         if current and entry.get("stat") == stat:
             findings = _findings(entry.get("findings"), shown)
             if findings is not None:
@@ -86,7 +92,7 @@ class LintCache:
         # Racily clean: a stat no older than the clock before the read can survive a write
         # made after the read, within the same tick; such a file is read again next time.
         trusted = self._clock is not None and status.st_mtime_ns < self._clock
-        self._reads[relative] = (stat if trusted else None, digest)
+        self._reads[relative] = (stat if trusted else None, digest, module)
         if current and entry.get("digest") == digest:
             findings = _findings(entry.get("findings"), shown)
             if findings is not None:
@@ -98,9 +104,10 @@ class LintCache:
     def put(self, relative: str, findings: Sequence[Finding]) -> None:
         """Store ``findings`` of the file at ``relative``, as `get` last read it, replacing its
         old entry."""
-        stat, digest = self._reads[relative]
+        stat, digest, module = self._reads[relative]
         self._entries[relative] = {
             "settings": self._settings,
+            "module": module,
             "digest": digest,
             "stat": stat,
             "findings": [[f.line, f.col, f.code, f.message] for f in findings],

@@ -30,6 +30,7 @@ from oncely.lint.config import LintConfig
 from oncely.lint.discovery import python_files_under
 from oncely.lint.finding import Finding
 from oncely.lint.rules import Context, Rule, all_rules, rule_codes
+from oncely.lint.rules.base import module_name
 
 if TYPE_CHECKING:
     from multiprocessing.context import BaseContext
@@ -404,7 +405,7 @@ def _lint(source: _Source, content: str | bytes, config: LintConfig, walk: _Walk
         # Not splitlines(): it also breaks at a form feed, which Python reads as a space.
         context = Context(
             path=source.shown,
-            module=_module_name(source.shown),
+            module=module_name(source.shown),
             lines=text.split("\n"),
             root=config.root,
             tree=tree,
@@ -511,12 +512,3 @@ def _problem(suppression: _Suppression, known: set[str]) -> str:
             f"'# oncely: allow {codes} -- why this is the one exception'"
         )
     return ""
-
-
-def _module_name(shown: str) -> str:
-    parts = [p for p in Path(shown).with_suffix("").parts if p not in {".", ""}]
-    if parts and parts[0] == "src":
-        parts = parts[1:]
-    if parts and parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ".".join(parts)
