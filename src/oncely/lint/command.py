@@ -57,7 +57,6 @@ def run(
         manifest.start()
     from pathlib import Path
 
-    from oncely.lint.cache import LintCache
     from oncely.lint.config import load_config
     from oncely.lint.engine import enabled_codes, lint_files
 
@@ -69,7 +68,11 @@ def run(
     config = _overridden(load_config(targets[0]), select, ignore)
     if prove_rules:
         return _prove(targets, config)
-    cache = None if no_cache else LintCache(config, enabled_codes(config))
+    cache = None
+    if not no_cache:
+        from oncely.lint.cache import LintCache  # and hashlib: a --no-cache run needs neither
+
+        cache = LintCache(config, enabled_codes(config))
     findings = lint_files(targets, config, cache=cache)
     out, err = _report(findings, fmt, config)
     _echo(out, end="")
