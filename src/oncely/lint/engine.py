@@ -45,6 +45,10 @@ _CODE = re.compile(r"[\s,]*(?P<code>[a-z]+\d+)\b", re.I)
 # comment (`# type: ignore`) begins.
 _REASON = re.compile(r"\s*(?:--|\u2013|\u2014)(?P<reason>.*?)(?:\s#(?:\s|$).*)?$")
 _WORD = re.compile(r"[^\W_]")
+# A run of characters an identifier may hold, one of them beyond ASCII. In code an identifier is
+# bordered by ASCII (spaces, operators, quotes), so each one that is not plain ASCII is exactly
+# one such run; elsewhere (strings, comments) a run is merely searched for nothing.
+_NON_ASCII_WORD = re.compile(r"[0-9A-Za-z_]*[^\x00-\x7f][0-9A-Za-z_\x80-\U0010ffff]*")
 _COOKIE = re.compile(rb"^(?:\xef\xbb\xbf)?[ \t\f]*#.*?coding[:=][ \t]*(?P<name>[-\w.]+)", re.M)
 # Codes the engine itself reports (their rule files carry the documentation and examples).
 SUPPRESSION_WITHOUT_REASON = "ONC000"
@@ -367,12 +371,10 @@ class _Walk:
         """The handlers that see this file: not those of a rule allowed in it, nor of a rule
         whose triggers its text lacks."""
         skipped = {code for code in config.allow if config.allows(code, source.relative)}
-        # Only ASCII text is sure to spell a name as the parser reads it: it normalises
-        # identifiers (NFKC), so a non-ASCII one can stand for a trigger it does not contain.
-        if text.isascii():
-            for code, triggers in self.triggers.items():
-                if not any(trigger in text for trigger in triggers):
-                    skipped.add(code)
+        searched = _as_parsed(text)
+        for code, triggers in self.triggers.items():
+            if not any(trigger in searched for trigger in triggers):
+                skipped.add(code)
         if not skipped:
             return self.dispatch
         kept = {
@@ -380,6 +382,18 @@ class _Walk:
             for kind, handlers in self.dispatch.items()
         }
         return {kind: handlers for kind, handlers in kept.items() if handlers}
+
+
+def _as_parsed(text: str) -> str:
+    """``text``, and after it each identifier that is not plain ASCII as the parser reads it:
+    normalised (NFKC), so that ``sleep`` in full-width letters, or ``call_later`` with a
+    full-width low line, is found as a trigger."""
+    if text.isascii():
+        return text
+    import unicodedata  # only files beyond ASCII need it
+
+    words = _NON_ASCII_WORD.findall(text)
+    return "\n".join([text, *(unicodedata.normalize("NFKC", word) for word in words)])
 
 
 def _lint(source: _Source, content: str | bytes, config: LintConfig, walk: _Walk) -> list[Finding]:
