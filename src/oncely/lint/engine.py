@@ -17,24 +17,22 @@ import codecs
 import io
 import os
 import re
-import sys
-import threading
 import tokenize
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oncely.lint.config import LintConfig
 from oncely.lint.discovery import python_files_under
 from oncely.lint.finding import Finding
+from oncely.lint.parallel import MAX_BATCHES, share
 from oncely.lint.rules import Context, Rule, all_rules, rule_codes
 from oncely.lint.rules.base import module_name
 
 if TYPE_CHECKING:
-    from multiprocessing.context import BaseContext
-
     from oncely.lint.cache import LintCache
 
 # A directive opens a comment, or follows a space inside one (after another tool's comment);
@@ -280,34 +278,23 @@ def _lint_pending(
     if workers < 2 or len(pending) <= PARALLEL_MIN_FILES:
         return [_lint(source, data, config, walk) for _, source, data in pending]
     # Many small batches even out files of very different sizes, and the wait for the last.
-    size = -(-len(pending) // (workers * 8))
+    size = -(-len(pending) // min(workers * 8, MAX_BATCHES))
     batches = [
         [(source, data) for _, source, data in pending[start : start + size]]
         for start in range(0, len(pending), size)
     ]
-    from concurrent.futures import ProcessPoolExecutor  # only runs this large import it
 
-    codes = [rule.code for rule in rules]
-    done: list[list[list[Finding]] | None] = [None] * len(batches)
-    # This process is one of the workers: it lints from the last batch back each batch the
-    # pool has not begun (a batch is sent, and pickled, only when a pool worker is free).
-    with ProcessPoolExecutor(max_workers=workers - 1, mp_context=_process_context()) as pool:
-        futures = [pool.submit(_lint_batch, config, codes, batch) for batch in batches]
-        for index in reversed(range(len(batches))):
-            if not futures[index].cancel():
-                break
-            done[index] = [_lint(source, data, config, walk) for source, data in batches[index]]
-        return [
-            findings
-            for index, batch in enumerate(done)
-            for findings in (futures[index].result() if batch is None else batch)
-        ]
+    def here(batch: list[tuple[_Source, bytes]]) -> list[list[Finding]]:
+        return [_lint(source, data, config, walk) for source, data in batch]
+
+    pooled = partial(_lint_batch, config, [rule.code for rule in rules])
+    return [findings for batch in share(batches, here, pooled, workers) for findings in batch]
 
 
 def _lint_batch(
     config: LintConfig, codes: list[str], batch: list[tuple[_Source, bytes]]
 ) -> list[list[Finding]]:
-    """One worker's share: rules are rebuilt here rather than pickled with their state."""
+    """A spawned worker's share: rules are rebuilt there rather than pickled with their state."""
     walk = _Walk.of(enabled_rules(config, codes))
     return [_lint(source, data, config, walk) for source, data in batch]
 
@@ -316,17 +303,6 @@ def _usable_cores() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
-
-
-def _process_context() -> BaseContext:
-    import multiprocessing
-
-    # A forked worker starts at once with oncely already imported; a spawned one re-imports it
-    # (over half a second). Forking is only safe on Linux in a process with no other threads:
-    # elsewhere a lock held by another thread, or macOS's frameworks, can hang the child.
-    if sys.platform == "linux" and threading.active_count() == 1:
-        return multiprocessing.get_context("fork")
-    return multiprocessing.get_context("spawn")
 
 
 def lint_source(
