@@ -238,3 +238,27 @@ def test_docs_describe_every_rule_from_its_docstring() -> None:
             else:
                 stale.append(str(path.relative_to(DOCS.parents[1])))
     assert not stale, f"out of date: {', '.join(stale)}; see this test's docstring"
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_the_cycle_collector_is_paused_while_files_are_parsed_and_only_then(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
+) -> None:
+    import gc
+
+    from oncely.lint import engine
+
+    root = _many(_project(tmp_path))
+    paused: list[bool] = []
+    real = engine._lint
+
+    def recording(*args: Any) -> Any:
+        paused.append(not gc.isenabled())
+        return real(*args)
+
+    monkeypatch.setattr(engine, "_lint", recording)
+    assert gc.isenabled()
+    lint_files([root], read_config(root / "pyproject.toml"), jobs=jobs)
+    assert paused
+    assert all(paused)
+    assert gc.isenabled()

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import ast
 import codecs
+import gc
 import io
 import os
 import re
 import tokenize
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -273,6 +275,30 @@ def _lint_pending(
     rules: list[Rule],
     jobs: int | None,
 ) -> list[list[Finding]]:
+    with _no_cycle_collection():
+        return _lint_shared(pending, config, rules, jobs)
+
+
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """The cyclic garbage collector paused (forked children inherit the pause): parsing makes
+    millions of objects, in no cycle, freed with their tree, and the collector's passes over
+    them cost a tenth of a cold run. What cycles a rule leaves wait for the next pass."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _lint_shared(
+    pending: Sequence[tuple[int, _Source, bytes]],
+    config: LintConfig,
+    rules: list[Rule],
+    jobs: int | None,
+) -> list[list[Finding]]:
     workers = min(jobs or _usable_cores(), len(pending))
     walk = _Walk.of(rules)
     if workers < 2 or len(pending) <= PARALLEL_MIN_FILES:
@@ -296,7 +322,8 @@ def _lint_batch(
 ) -> list[list[Finding]]:
     """A spawned worker's share: rules are rebuilt there rather than pickled with their state."""
     walk = _Walk.of(enabled_rules(config, codes))
-    return [_lint(source, data, config, walk) for source, data in batch]
+    with _no_cycle_collection():
+        return [_lint(source, data, config, walk) for source, data in batch]
 
 
 def _usable_cores() -> int:
