@@ -395,6 +395,11 @@ def _as_parsed(text: str) -> str:
         return text
     import unicodedata  # only files beyond ASCII need it
 
+    # Normalised text (accents in strings and comments, mostly) is normalised in each of its
+    # identifiers too: ASCII borders them, and an identifier begins with a letter (a starter,
+    # composing with nothing before it), so normalising one alone changes nothing either.
+    if unicodedata.is_normalized("NFKC", text):
+        return text
     words = _NON_ASCII_WORD.findall(text)
     return "\n".join([text, *(unicodedata.normalize("NFKC", word) for word in words)])
 
