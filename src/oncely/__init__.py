@@ -6,9 +6,6 @@ The errors are imported with the package; the other names on first use (PEP 562)
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING
-
 from oncely.errors import (
     ConfigurationError,
     InvalidPayload,
@@ -26,6 +23,8 @@ from oncely.errors import (
     UnknownSchedule,
 )
 
+# Not typing's: importing typing would be a tenth of a warm `oncely lint` (oncely.lint.manifest).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from oncely import locks, testing
     from oncely.app import App, TenantView
@@ -104,6 +103,8 @@ def __getattr__(name: str) -> object:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
     module = importlib.import_module(home)
     value = module if home == f"{__name__}.{name}" else getattr(module, name)
     globals()[name] = value  # later lookups skip this function

@@ -89,15 +89,19 @@ def test_lint_loads_neither_the_engine_nor_the_stores_nor_rich(project: Path, en
         ("lint", "pkg"),
         ("lint", "pkg/clean.py", "suppressed.py"),
         ("lint", "pkg/clean.py"),
+        ("lint", "--no-cache"),  # the option, though a file has that name
+        ("lint", "pkg", "--no-cache", "suppressed.py", "--no-cache"),
     ],
 )
 def test_the_console_lints_plain_paths_without_click_as_click_would(
     project: Path, args: tuple[str, ...]
 ) -> None:
+    (project / "--no-cache").write_text("def f(:\n")
     by_click = _oncely(CLICK, project, "lint", "--no-cache", *args[1:])
     fast = _oncely(CONSOLE, project, *args)
     assert "click" not in fast.modules
     assert fast.said() == by_click.said()
+    assert (project / ".oncely_cache").exists() is ("--no-cache" not in args)
 
 
 @pytest.mark.parametrize(
@@ -109,7 +113,8 @@ def test_the_console_lints_plain_paths_without_click_as_click_would(
         ("lint", "-h"),
         ("--version",),
         ("lint", "pkg", "--format", "json"),
-        ("lint", "--no-cache"),  # an option, though a file has that name
+        ("lint", "--no-cache", "--", "pkg"),
+        ("lint", "--no-cache=1"),
     ],
 )
 def test_any_other_command_line_goes_through_click(project: Path, args: tuple[str, ...]) -> None:

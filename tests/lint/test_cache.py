@@ -132,12 +132,30 @@ def test_findings_come_back_under_the_path_of_this_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parsed: list[str]
 ) -> None:
     root = _project(tmp_path)
+    (root / "src").mkdir()
+    (root / "pkg").rename(root / "src" / "pkg")
+    _run(root)
+    parsed.clear()
+    monkeypatch.chdir(root / "src")  # pkg/b.py, as src/pkg/b.py was: module pkg.b
+    config = read_config(root / "pyproject.toml")
+    cache = LintCache(config, enabled_codes(config))
+    findings = lint_files([Path("pkg/b.py")], config, cache=cache)
+    assert parsed == []
+    assert [(f.path, f.code) for f in findings] == [("pkg/b.py", "ONC001")]
+
+
+def test_a_file_shown_as_another_module_is_parsed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parsed: list[str]
+) -> None:
+    """From pkg/, pkg/b.py is module b, not pkg.b: rules that resolve relative imports or
+    boundaries by the module name (ONC201) may find otherwise."""
+    root = _project(tmp_path)
     _run(root)
     parsed.clear()
     monkeypatch.chdir(root / "pkg")
     config = read_config(root / "pyproject.toml")
     findings = lint_files([Path("b.py")], config, cache=LintCache(config, enabled_codes(config)))
-    assert parsed == []
+    assert parsed == ["b.py"]
     assert [(f.path, f.code) for f in findings] == [("b.py", "ONC001")]
 
 
@@ -240,7 +258,7 @@ def test_a_file_no_older_than_the_run_that_read_it_is_read_every_time(
     read the file keeps its mtime, so a stat from that tick (or later) is never trusted."""
     root = _project(tmp_path)
     clock = time.time_ns() - 100 * 10**9
-    monkeypatch.setattr(lint_cache, "_file_system_time", lambda folder: clock)
+    monkeypatch.setattr(lint_cache, "file_system_time", lambda folder: clock)
     for name in FILES:
         _set_mtime(root / name, clock - 1)
     racy = root / "pkg" / "c.py"

@@ -121,16 +121,63 @@ def test_a_byte_order_mark_and_crlf_line_ends_are_read_as_python_reads_them(
     assert [(f.path, f.line, f.code) for f in findings] == [("bom.py", 2, "ONC000")]
 
 
-def test_a_parallel_run_finds_what_a_serial_one_does_in_the_same_order(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    root = _project(tmp_path)
+def _many(root: Path) -> Path:
     for index in range(PARALLEL_MIN_FILES + 40):
         text = ("def f(:\n", "x = 1  # oncely: allow ONC101\n", "y = 2\n")[index % 3]
         path = root / f"pkg{index % 7}" / f"m{index:03}.py"
         path.parent.mkdir(exist_ok=True)
         path.write_text(("\n" * (index % 5)) + text)
+    return root
+
+
+def test_a_parallel_run_finds_what_a_serial_one_does_in_the_same_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _many(_project(tmp_path))
     config = read_config(root / "pyproject.toml")
+    forks: list[int] = []
+    real = os.fork
+
+    def counting() -> int:
+        forks.append(1)
+        return real()
+
+    monkeypatch.setattr(os, "fork", counting)
+    serial = lint_files([root], config, jobs=1)
+    assert forks == []
+    parallel = lint_files([root], config, jobs=3)
+    assert forks == [1, 1]  # three jobs: two children, and this process
+    assert len(serial) == sum(1 for index in range(PARALLEL_MIN_FILES + 40) if index % 3 != 2)
+    assert parallel == serial
+
+
+def test_batches_a_child_took_and_did_not_report_are_linted_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oncely.lint import engine
+
+    root = _many(_project(tmp_path))
+    config = read_config(root / "pyproject.toml")
+    serial = lint_files([root], config, jobs=1)
+    parent, real = os.getpid(), engine._lint
+
+    def dying_in_children(*args: Any) -> Any:
+        if os.getpid() != parent:
+            raise RuntimeError("a child dies after taking a batch")
+        return real(*args)
+
+    monkeypatch.setattr(engine, "_lint", dying_in_children)
+    assert lint_files([root], config, jobs=2) == serial
+
+
+def test_where_forking_is_unsafe_a_spawned_pool_shares_the_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oncely.lint import parallel
+
+    root = _many(_project(tmp_path))
+    config = read_config(root / "pyproject.toml")
+    serial = lint_files([root], config, jobs=1)
     pools: list[int | None] = []
 
     class CountingPool(ProcessPoolExecutor):
@@ -139,17 +186,15 @@ def test_a_parallel_run_finds_what_a_serial_one_does_in_the_same_order(
             super().__init__(max_workers, **kwargs)
 
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", CountingPool)
-    serial = lint_files([root], config, jobs=1)
-    assert pools == []
-    parallel = lint_files([root], config, jobs=2)
-    assert pools == [2]
-    assert len(serial) == sum(1 for index in range(PARALLEL_MIN_FILES + 40) if index % 3 != 2)
-    assert parallel == serial
+    monkeypatch.setattr(parallel.threading, "active_count", lambda: 2)  # another thread runs
+    assert lint_files([root], config, jobs=2) == serial
+    assert pools == [1]
 
 
 def test_a_small_run_stays_in_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = _project(tmp_path, **{f"m{i}_py": "x = 1\n" for i in range(PARALLEL_MIN_FILES)})
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", None)
+    monkeypatch.setattr(os, "fork", None)
     assert lint_files([root], read_config(root / "pyproject.toml"), jobs=2) == []
 
 
@@ -193,3 +238,27 @@ def test_docs_describe_every_rule_from_its_docstring() -> None:
             else:
                 stale.append(str(path.relative_to(DOCS.parents[1])))
     assert not stale, f"out of date: {', '.join(stale)}; see this test's docstring"
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_the_cycle_collector_is_paused_while_files_are_parsed_and_only_then(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
+) -> None:
+    import gc
+
+    from oncely.lint import engine
+
+    root = _many(_project(tmp_path))
+    paused: list[bool] = []
+    real = engine._lint
+
+    def recording(*args: Any) -> Any:
+        paused.append(not gc.isenabled())
+        return real(*args)
+
+    monkeypatch.setattr(engine, "_lint", recording)
+    assert gc.isenabled()
+    lint_files([root], read_config(root / "pyproject.toml"), jobs=jobs)
+    assert paused
+    assert all(paused)
+    assert gc.isenabled()

@@ -5,7 +5,11 @@ from __future__ import annotations
 import pytest
 from _rule_support import FIXTURES, fired, marked
 
-from oncely.lint.rules.onc103_unguarded_scheduled_function import UnguardedScheduledFunction
+from oncely.lint.rules.onc103_unguarded_scheduled_function import (
+    REGISTRATIONS,
+    SCHEDULING_DECORATORS,
+    UnguardedScheduledFunction,
+)
 
 RULE = UnguardedScheduledFunction
 
@@ -63,3 +67,10 @@ def test_disguises_fire(source: str) -> None:
 )
 def test_look_alikes_do_not_fire(source: str) -> None:
     assert fired("ONC103", source) == []
+
+
+def test_every_way_it_fires_names_a_trigger() -> None:
+    """The walk skips a file with none of the rule's triggers in its text: every scheduling
+    decorator and registration holds one (``.do`` needs an ``every(...)`` before it)."""
+    for name in [*SCHEDULING_DECORATORS, *(REGISTRATIONS - {"do"}), "every"]:
+        assert any(t in name for t in RULE.triggers), name

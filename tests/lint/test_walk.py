@@ -120,8 +120,29 @@ def test_a_rule_is_not_shown_a_file_without_its_triggers(tmp_path: Path) -> None
     assert rule.seen == []
     lint_source(tmp_path / "m.py", "needle = b\n", config, [rule])
     assert rule.seen == ["needle", "b"]
-    lint_source(tmp_path / "m.py", "c = 'café'\n", config, [rule])  # not ASCII: shown
-    assert rule.seen == ["needle", "b", "c"]
+    lint_source(tmp_path / "m.py", "c = 'café'  # déjà vu\n", config, [rule])
+    assert rule.seen == ["needle", "b"]
+
+
+@pytest.mark.parametrize(
+    ("source", "shown"),
+    [
+        ("\uff4e\uff45\uff45\uff44\uff4c\uff45 = b\n", True),  # full-width letters
+        ("x = \U0001d427eedle\n", True),  # a mathematical bold n
+        ("x = \u00e9\uff3fneedle\n", True),  # a full-width low line: one name, \u00e9_needle
+        ("x = ne\ufb00dle\n", False),  # an "ff" ligature: neffdle, no trigger
+        ("caf\u00e9 = 1\n", False),
+    ],
+    ids=["full-width", "math-bold", "full-width-low-line", "ligature", "none"],
+)
+def test_a_trigger_spelled_beyond_ascii_is_found_as_the_parser_reads_it(
+    tmp_path: Path, source: str, shown: bool
+) -> None:
+    """The parser normalises identifiers (NFKC): a trigger can be spelled in other characters."""
+    rule = _Triggered()
+    lint_source(tmp_path / "m.py", source, LintConfig(root=tmp_path), [rule])
+    assert bool(rule.seen) is shown
+    assert any("needle" in name for name in rule.seen) is shown
 
 
 @pytest.mark.parametrize("rule", all_rules(), ids=lambda rule: rule.code)
@@ -141,3 +162,22 @@ def test_an_inert_rule_is_not_walked(tmp_path: Path) -> None:
     rule = _Inert()
     lint_source(tmp_path / "m.py", "a = b\n", LintConfig(root=tmp_path), [rule])
     assert rule.seen == []
+
+
+def test_a_file_no_enabled_rule_can_fire_in_is_parsed_but_not_walked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oncely.lint import engine
+
+    walked: list[ast.AST] = []
+    real = engine._visit
+    monkeypatch.setattr(
+        engine, "_visit", lambda tree, *rest: walked.append(tree) or real(tree, *rest)
+    )
+    config = LintConfig(root=tmp_path)
+    rule = _Triggered()
+    assert lint_source(tmp_path / "m.py", "a = b\n", config, [rule]) == []
+    assert walked == []
+    assert [f.code for f in lint_source(tmp_path / "m.py", "a = (\n", config, [rule])] == ["ONC001"]
+    lint_source(tmp_path / "m.py", "needle = b\n", config, [rule])
+    assert len(walked) == 1

@@ -1,18 +1,22 @@
 """The `oncely` command: `main`, the click group (in ``oncely.cli.group``), imported on first use.
 
-The console script enters through `console`. ``oncely lint [PATH]...`` with no option, the run
-that editors and pre-commit hooks repeat, goes straight to ``oncely.lint.command.run`` with the
-command's defaults: importing click is a third of a run whose files are all cached. Any other
-command line, and any usage or configuration error, goes through `main`.
+The console script enters through `console`. ``oncely lint [PATH]...`` with no option but
+``--no-cache``, the run that editors and pre-commit hooks repeat, goes straight to
+``oncely.lint.command.run`` with the command's defaults: importing click would be most of a run
+whose output is in its manifest. Any other command line, and any usage or configuration error,
+goes through `main`.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, NoReturn
 
+# Not typing's: importing typing is a tenth of a warm run (see oncely.lint.manifest).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import NoReturn
+
     from oncely.cli.group import main
 
 
@@ -20,13 +24,12 @@ def console() -> NoReturn:
     """The `oncely` console script."""
     arguments = sys.argv[1:]
     if _plain_lint(arguments):
-        from pathlib import Path
-
         from oncely.errors import ConfigurationError
         from oncely.lint.command import run
 
+        paths = [argument for argument in arguments[1:] if argument != _NO_CACHE]
         try:
-            sys.exit(run(tuple(Path(argument) for argument in arguments[1:])))
+            sys.exit(run(paths, no_cache=len(paths) < len(arguments) - 1))
         except ConfigurationError:
             pass  # main reports it, as a usage error, running the command again
         except KeyboardInterrupt:
@@ -43,15 +46,20 @@ def console() -> NoReturn:
     sys.exit(0)  # main exits itself; this line is for the type checker
 
 
+_NO_CACHE = "--no-cache"
+
+
 def _plain_lint(arguments: list[str]) -> bool:
-    """Whether the command line is ``lint`` then paths click would accept as they are: no
-    option, no ``--``, no dash, each path existing and readable (click.Path's checks), not on
+    """Whether the command line is ``lint`` then ``--no-cache`` (anywhere, any number of times,
+    as click takes a flag) and paths click would accept as they are: no other option, no
+    ``--``, no other dash, each path existing and readable (click.Path's checks), not on
     Windows (where click expands wildcards) and not asked for shell completion."""
+    paths = [argument for argument in arguments[1:] if argument != _NO_CACHE]
     return (
         os.name == "posix"
         and arguments[:1] == ["lint"]
-        and not any(argument.startswith("-") for argument in arguments[1:])
-        and all(os.access(argument, os.R_OK) for argument in arguments[1:])
+        and not any(argument.startswith("-") for argument in paths)
+        and all(os.access(argument, os.R_OK) for argument in paths)
         and not any(key.startswith("_") and key.endswith("_COMPLETE") for key in os.environ)
     )
 

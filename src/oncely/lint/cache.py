@@ -2,8 +2,10 @@
 
 An entry holds a file's findings with the digest of the settings they were found under (the
 lint code itself, the Python that parsed the file, the enabled rules' codes with their options
-and allow lists) and the sha256 of the file's bytes. Its findings are reused when both match:
-the same rules would see the same file where they saw it before, so it is not parsed. Entries
+and allow lists), the sha256 of the file's bytes, and the module the file was taken for (named
+after the path the file is shown under, so after where the run started; ONC201 resolves
+imports by it). Its findings are reused when all three match: the same rules would see the
+same file as the same module, so it is not parsed. Entries
 live in one JSON document, ``<config root>/.oncely_cache/lint/findings.json``, one entry per path
 relative to the config root: editing a file replaces its entry, and entries of files that no
 longer exist are dropped when the document is saved.
@@ -35,11 +37,13 @@ from typing import Any
 
 from oncely.lint.config import LintConfig
 from oncely.lint.finding import Finding
+from oncely.lint.manifest import CACHE_FOLDER
+from oncely.lint.rules.base import module_name
 
 #: Where the cache lives, relative to the config root (the directory of pyproject.toml).
-CACHE_DIR = Path(".oncely_cache") / "lint"
+CACHE_DIR = Path(CACHE_FOLDER)
 _DOCUMENT = "findings.json"
-_FORMAT = 2
+_FORMAT = 3
 _LINT_PACKAGE = Path(__file__).resolve().parent
 
 
@@ -54,7 +58,7 @@ class LintCache:
         self._entries: dict[str, dict[str, Any]] = _load(self.path)
         # What `get` read of each file it could not trust: its stat (None when too recent to
         # trust) and digest, for `put`.
-        self._reads: dict[str, tuple[list[int] | None, str]] = {}
+        self._reads: dict[str, tuple[list[int] | None, str, str]] = {}
         self._seen: set[str] = set()
         self._clock: int | None = None
         self._clock_read = False
@@ -65,27 +69,30 @@ class LintCache:
         reported under ``shown``; when it holds none for the file as it is now, the file's
         bytes, to lint and `put`.
 
-        The path is not stored: the same file is shown relative to wherever a run starts.
+        The path is not stored: the same file is shown relative to wherever a run starts. The
+        module that path names is (`module_name`: rules resolve imports and boundaries by it),
+        and a file shown as another module is linted again.
         Raises `OSError` when the file cannot be read.
         """
         self._seen.add(relative)
         status = os.stat(path)
         stat = [status.st_size, status.st_mtime_ns, status.st_ino]
         entry = self._entries.get(relative, {})
-        current = entry.get("settings") == self._settings
+        module = module_name(shown)
+        current = entry.get("settings") == self._settings and entry.get("module") == module
         if current and entry.get("stat") == stat:
             findings = _findings(entry.get("findings"), shown)
             if findings is not None:
                 return findings
         if not self._clock_read:
-            self._clock, self._clock_read = _file_system_time(self.path.parent), True
+            self._clock, self._clock_read = file_system_time(self.path.parent), True
         with open(path, "rb") as file:
             data = file.read()
         digest = hashlib.sha256(data).hexdigest()
         # Racily clean: a stat no older than the clock before the read can survive a write
         # made after the read, within the same tick; such a file is read again next time.
         trusted = self._clock is not None and status.st_mtime_ns < self._clock
-        self._reads[relative] = (stat if trusted else None, digest)
+        self._reads[relative] = (stat if trusted else None, digest, module)
         if current and entry.get("digest") == digest:
             findings = _findings(entry.get("findings"), shown)
             if findings is not None:
@@ -97,9 +104,10 @@ class LintCache:
     def put(self, relative: str, findings: Sequence[Finding]) -> None:
         """Store ``findings`` of the file at ``relative``, as `get` last read it, replacing its
         old entry."""
-        stat, digest = self._reads[relative]
+        stat, digest, module = self._reads[relative]
         self._entries[relative] = {
             "settings": self._settings,
+            "module": module,
             "digest": digest,
             "stat": stat,
             "findings": [[f.line, f.col, f.code, f.message] for f in findings],
@@ -116,17 +124,23 @@ class LintCache:
             if relative in self._seen or os.path.isfile(os.path.join(self.root, relative))
         }
         document = json.dumps({"format": _FORMAT, "entries": entries}, separators=(",", ":"))
-        with contextlib.suppress(OSError):
-            _prepare(self.path.parent)
-            handle, scratch = _scratch_file(self.path.parent)
-            try:
-                with os.fdopen(handle, "w", encoding="utf-8") as out:
-                    out.write(document)
-                os.replace(scratch, self.path)
-            finally:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(scratch)
+        write_document(self.path, document)
         self._changed = False
+
+
+def write_document(path: Path, text: str) -> None:
+    """Replace the file at ``path`` (in the cache folder) with ``text``, atomically: readers see
+    the old document or the new one. A failure is ignored: the cache is only a speed-up."""
+    with contextlib.suppress(OSError):
+        _prepare(path.parent)
+        handle, scratch = _scratch_file(path.parent)
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                out.write(text)
+            os.replace(scratch, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(scratch)
 
 
 def _prepare(folder: Path) -> None:
@@ -143,7 +157,7 @@ def _scratch_file(folder: Path) -> tuple[int, str]:
     return tempfile.mkstemp(dir=folder, suffix=".tmp")
 
 
-def _file_system_time(folder: Path) -> int | None:
+def file_system_time(folder: Path) -> int | None:
     """The file system's clock now, in ns: the mtime of a file created in ``folder`` for the
     purpose (file times come from the file system's clock, and its ticks, not the process's).
     None when the folder cannot be written: nothing will be saved then either."""
@@ -178,16 +192,6 @@ def _settings_digest(config: LintConfig, codes: Sequence[str]) -> str:
 def _python_version() -> str:
     # A newer Python parses syntax an older one rejects (ONC001).
     return ".".join(map(str, sys.version_info[:3]))
-
-
-def oncely_version() -> str:
-    """The installed oncely's version ('unknown' when run from a source tree not installed)."""
-    from importlib import metadata  # tens of milliseconds: only SARIF output needs it
-
-    try:
-        return metadata.version("oncely")
-    except metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def _lint_code_digest() -> str:

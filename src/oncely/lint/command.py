@@ -3,24 +3,30 @@
 Free of click: ``oncely.cli.lint`` is the command's one definition (its options, help and
 usage errors) and calls `run`; the console script calls `run` itself, with the defaults, when
 the command line is ``oncely lint [PATH]...`` and nothing else (see ``oncely.cli``).
+
+A run first tries its manifest (``oncely.lint.manifest``), which answers a run where nothing
+changed without importing the engine or the rules: so they are imported here on first use.
 """
 
 from __future__ import annotations
 
+import os
 import sys
-from pathlib import Path
 
 from oncely.errors import ConfigurationError
-from oncely.lint.cache import LintCache
-from oncely.lint.config import LintConfig, load_config
-from oncely.lint.engine import enabled_codes, lint_files
-from oncely.lint.finding import Finding
-from oncely.lint.reporters import text_report
-from oncely.lint.rules import all_rules, rule_codes
+from oncely.lint.manifest import RunManifest
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from pathlib import Path
+
+    from oncely.lint.config import LintConfig
+    from oncely.lint.finding import Finding
 
 
 def run(
-    paths: tuple[Path, ...] = (),
+    paths: Sequence[str | os.PathLike[str]] = (),
     fmt: str = "text",
     select: str | None = None,
     ignore: str | None = None,
@@ -35,12 +41,26 @@ def run(
     Raises `ConfigurationError` for a bad configuration or a bad combination of options.
     """
     if list_rules:
+        from oncely.lint.rules import all_rules
+
         for rule in all_rules():
             _echo(f"{rule.code} {rule.name}: {rule.message}")
         return 0
     if prove_rules and fmt != "text":
         raise ConfigurationError("--prove reports in text only; drop --format")
-    targets = list(paths) or [Path.cwd()]
+    manifest = None
+    if not (prove_rules or no_cache):
+        manifest = RunManifest([os.fspath(path) for path in paths], fmt, select, ignore)
+        status = manifest.replay()
+        if status is not None:
+            return status
+        manifest.start()
+    from pathlib import Path
+
+    from oncely.lint.config import load_config
+    from oncely.lint.engine import enabled_codes, lint_files
+
+    targets = [Path(path) for path in paths] or [Path.cwd()]
     if fmt == "sarif":
         # Absolute targets make every path relative to the config root, which SARIF's
         # %SRCROOT% names, wherever the command runs.
@@ -48,10 +68,20 @@ def run(
     config = _overridden(load_config(targets[0]), select, ignore)
     if prove_rules:
         return _prove(targets, config)
-    cache = None if no_cache else LintCache(config, enabled_codes(config))
+    cache = None
+    if not no_cache:
+        from oncely.lint.cache import LintCache  # and hashlib: a --no-cache run needs neither
+
+        cache = LintCache(config, enabled_codes(config))
     findings = lint_files(targets, config, cache=cache)
-    _print(findings, fmt, config)
-    return 1 if findings else 0
+    out, err = _report(findings, fmt, config)
+    _echo(out, end="")
+    if err:
+        _echo(err, end="", err=True)
+    status = 1 if findings else 0
+    if manifest is not None:
+        manifest.record(out, err, status)
+    return status
 
 
 def _prove(targets: list[Path], config: LintConfig) -> int:
@@ -64,6 +94,9 @@ def _prove(targets: list[Path], config: LintConfig) -> int:
 
 
 def _overridden(config: LintConfig, select: str | None, ignore: str | None) -> LintConfig:
+    from oncely.lint.config import LintConfig
+    from oncely.lint.rules import rule_codes
+
     known = set(rule_codes())
     chosen: dict[str, tuple[str, ...]] = {}
     for option, value in (("select", select), ("ignore", ignore)):
@@ -86,21 +119,21 @@ def _overridden(config: LintConfig, select: str | None, ignore: str | None) -> L
     )
 
 
-def _print(findings: list[Finding], fmt: str, config: LintConfig) -> None:
+def _report(findings: list[Finding], fmt: str, config: LintConfig) -> tuple[str, str]:
+    """What the run writes to standard output and to standard error."""
     if fmt == "json":
         from oncely.lint.reporters import json_report
 
-        _echo(json_report(findings))
-        return
+        return json_report(findings) + "\n", ""
     if fmt == "sarif":
         from oncely.lint.reporters import sarif_report
+        from oncely.lint.rules import all_rules
 
         ran = [rule for rule in all_rules() if config.enabled(rule.code)]
-        _echo(sarif_report(findings, ran, config.root))
-        return
-    _echo(text_report(findings), end="")
-    if findings:
-        _echo(f"{len(findings)} finding(s)", err=True)
+        return sarif_report(findings, ran, config.root) + "\n", ""
+    from oncely.lint.reporters import text_report
+
+    return text_report(findings), f"{len(findings)} finding(s)\n" if findings else ""
 
 
 def _echo(text: str, *, end: str = "\n", err: bool = False) -> None:

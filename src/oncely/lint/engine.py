@@ -14,26 +14,27 @@ from __future__ import annotations
 
 import ast
 import codecs
+import gc
 import io
 import os
 import re
-import sys
-import threading
 import tokenize
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import repeat
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oncely.lint.config import LintConfig
+from oncely.lint.discovery import python_files_under
 from oncely.lint.finding import Finding
+from oncely.lint.parallel import MAX_BATCHES, share
 from oncely.lint.rules import Context, Rule, all_rules, rule_codes
+from oncely.lint.rules.base import module_name
 
 if TYPE_CHECKING:
-    from multiprocessing.context import BaseContext
-
     from oncely.lint.cache import LintCache
 
 # A directive opens a comment, or follows a space inside one (after another tool's comment);
@@ -44,8 +45,11 @@ _CODE = re.compile(r"[\s,]*(?P<code>[a-z]+\d+)\b", re.I)
 # comment (`# type: ignore`) begins.
 _REASON = re.compile(r"\s*(?:--|\u2013|\u2014)(?P<reason>.*?)(?:\s#(?:\s|$).*)?$")
 _WORD = re.compile(r"[^\W_]")
+# A run of characters an identifier may hold, one of them beyond ASCII. In code an identifier is
+# bordered by ASCII (spaces, operators, quotes), so each one that is not plain ASCII is exactly
+# one such run; elsewhere (strings, comments) a run is merely searched for nothing.
+_NON_ASCII_WORD = re.compile(r"[0-9A-Za-z_]*[^\x00-\x7f][0-9A-Za-z_\x80-\U0010ffff]*")
 _COOKIE = re.compile(rb"^(?:\xef\xbb\xbf)?[ \t\f]*#.*?coding[:=][ \t]*(?P<name>[-\w.]+)", re.M)
-_SKIPPED_DIRS = {".git", ".hg", ".venv", "venv", "__pycache__", "node_modules", "build", "dist"}
 # Codes the engine itself reports (their rule files carry the documentation and examples).
 SUPPRESSION_WITHOUT_REASON = "ONC000"
 SYNTAX_ERROR = "ONC001"
@@ -103,42 +107,13 @@ def _sources(paths: Iterable[Path], config: LintConfig) -> Iterator[_Source]:
         prefix = "" if top == "." else top.rstrip("/") + "/"
         base = resolver.relative(top)
         base = "" if base == "." else base.rstrip("/") + "/"
-        for parts, symlink in _python_files_under(top):
+        for parts, symlink in python_files_under(top):
             below = "/".join(parts)
             file = prefix + below
             # A symlinked file is reported where it points, as Path.resolve() would have it.
             relative = resolver.relative(file) if symlink else base + below
             if not config.excludes(relative):
                 yield _Source(file, relative, relative if path.is_absolute() else file)
-
-
-def _python_files_under(top: str) -> list[tuple[tuple[str, ...], bool]]:
-    """The ``.py`` files under directory ``top``, each as its path's parts below ``top`` and
-    whether it is a symlink; sorted as paths are, not descending into symlinked directories
-    (as ``Path.rglob``) nor into `_SKIPPED_DIRS`."""
-    found: list[tuple[tuple[str, ...], bool]] = []
-    folders: list[tuple[str, tuple[str, ...]]] = [(top, ())]
-    while folders:
-        folder, parts = folders.pop()
-        try:
-            with os.scandir(folder) as entries:
-                for entry in entries:
-                    name = entry.name
-                    if name.endswith(".py") and not _is_dir(entry):
-                        found.append(((*parts, name), entry.is_symlink()))
-                    elif name not in _SKIPPED_DIRS and _is_dir(entry) and not entry.is_symlink():
-                        folders.append((entry.path, (*parts, name)))
-        except OSError:
-            continue
-    found.sort()
-    return found
-
-
-def _is_dir(entry: os.DirEntry[str]) -> bool:
-    try:
-        return entry.is_dir()
-    except OSError:
-        return False
 
 
 class _Resolver:
@@ -173,9 +148,10 @@ def lint_files(
     """Findings of the enabled rules (or only ``codes``, when given) in ``paths``, sorted.
 
     With ``cache``, a file whose findings it holds is not parsed, and the findings of the files
-    that were parsed are saved to it. ``jobs`` caps the worker processes (default: the usable
+    that were parsed are saved to it. ``jobs`` caps the processes that parse (default: the usable
     cores); with more than one and more than `PARALLEL_MIN_FILES` files to parse, the files are
-    parsed in a process pool. Neither changes the findings nor their order.
+    parsed by this process and a pool of ``jobs - 1`` more. Neither changes the findings nor
+    their order.
     """
     sources = list(_sources(paths, config))
     found: list[list[Finding] | None] = [None] * len(sources)
@@ -299,47 +275,61 @@ def _lint_pending(
     rules: list[Rule],
     jobs: int | None,
 ) -> list[list[Finding]]:
+    with _no_cycle_collection():
+        return _lint_shared(pending, config, rules, jobs)
+
+
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """The cyclic garbage collector paused (forked children inherit the pause): parsing makes
+    millions of objects, in no cycle, freed with their tree, and the collector's passes over
+    them cost a tenth of a cold run. What cycles a rule leaves wait for the next pass."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _lint_shared(
+    pending: Sequence[tuple[int, _Source, bytes]],
+    config: LintConfig,
+    rules: list[Rule],
+    jobs: int | None,
+) -> list[list[Finding]]:
     workers = min(jobs or _usable_cores(), len(pending))
+    walk = _Walk.of(rules)
     if workers < 2 or len(pending) <= PARALLEL_MIN_FILES:
-        walk = _Walk.of(rules)
         return [_lint(source, data, config, walk) for _, source, data in pending]
-    # Several batches per worker even out files of very different sizes.
-    size = -(-len(pending) // (workers * 4))
+    # Many small batches even out files of very different sizes, and the wait for the last.
+    size = -(-len(pending) // min(workers * 8, MAX_BATCHES))
     batches = [
         [(source, data) for _, source, data in pending[start : start + size]]
         for start in range(0, len(pending), size)
     ]
-    from concurrent.futures import ProcessPoolExecutor  # only runs this large import it
 
-    codes = [rule.code for rule in rules]
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_process_context()) as pool:
-        results = pool.map(_lint_batch, repeat(config), repeat(codes), batches)
-        return [findings for batch in results for findings in batch]
+    def here(batch: list[tuple[_Source, bytes]]) -> list[list[Finding]]:
+        return [_lint(source, data, config, walk) for source, data in batch]
+
+    pooled = partial(_lint_batch, config, [rule.code for rule in rules])
+    return [findings for batch in share(batches, here, pooled, workers) for findings in batch]
 
 
 def _lint_batch(
     config: LintConfig, codes: list[str], batch: list[tuple[_Source, bytes]]
 ) -> list[list[Finding]]:
-    """One worker's share: rules are rebuilt here rather than pickled with their state."""
+    """A spawned worker's share: rules are rebuilt there rather than pickled with their state."""
     walk = _Walk.of(enabled_rules(config, codes))
-    return [_lint(source, data, config, walk) for source, data in batch]
+    with _no_cycle_collection():
+        return [_lint(source, data, config, walk) for source, data in batch]
 
 
 def _usable_cores() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
-
-
-def _process_context() -> BaseContext:
-    import multiprocessing
-
-    # A forked worker starts at once with oncely already imported; a spawned one re-imports it
-    # (over half a second). Forking is only safe on Linux in a process with no other threads:
-    # elsewhere a lock held by another thread, or macOS's frameworks, can hang the child.
-    if sys.platform == "linux" and threading.active_count() == 1:
-        return multiprocessing.get_context("fork")
-    return multiprocessing.get_context("spawn")
 
 
 def lint_source(
@@ -384,18 +374,34 @@ class _Walk:
         """The handlers that see this file: not those of a rule allowed in it, nor of a rule
         whose triggers its text lacks."""
         skipped = {code for code in config.allow if config.allows(code, source.relative)}
-        # Only ASCII text is sure to spell a name as the parser reads it: it normalises
-        # identifiers (NFKC), so a non-ASCII one can stand for a trigger it does not contain.
-        if text.isascii():
-            for code, triggers in self.triggers.items():
-                if not any(trigger in text for trigger in triggers):
-                    skipped.add(code)
+        searched = _as_parsed(text)
+        for code, triggers in self.triggers.items():
+            if not any(trigger in searched for trigger in triggers):
+                skipped.add(code)
         if not skipped:
             return self.dispatch
-        return {
+        kept = {
             kind: [(code, handle) for code, handle in handlers if code not in skipped]
             for kind, handlers in self.dispatch.items()
         }
+        return {kind: handlers for kind, handlers in kept.items() if handlers}
+
+
+def _as_parsed(text: str) -> str:
+    """``text``, and after it each identifier that is not plain ASCII as the parser reads it:
+    normalised (NFKC), so that ``sleep`` in full-width letters, or ``call_later`` with a
+    full-width low line, is found as a trigger."""
+    if text.isascii():
+        return text
+    import unicodedata  # only files beyond ASCII need it
+
+    # Normalised text (accents in strings and comments, mostly) is normalised in each of its
+    # identifiers too: ASCII borders them, and an identifier begins with a letter (a starter,
+    # composing with nothing before it), so normalising one alone changes nothing either.
+    if unicodedata.is_normalized("NFKC", text):
+        return text
+    words = _NON_ASCII_WORD.findall(text)
+    return "\n".join([text, *(unicodedata.normalize("NFKC", word) for word in words)])
 
 
 def _lint(source: _Source, content: str | bytes, config: LintConfig, walk: _Walk) -> list[Finding]:
@@ -415,18 +421,24 @@ def _lint(source: _Source, content: str | bytes, config: LintConfig, walk: _Walk
                 f"syntax error, file not checked: {exc}",
             )
         ]
-    # Not splitlines(): it also breaks at a form feed, which Python reads as a space.
-    context = Context(
-        path=source.shown,
-        module=_module_name(source.shown),
-        lines=text.split("\n"),
-        root=config.root,
-        tree=tree,
-    )
-    _visit(tree, walk.for_file(source, text, config), context)
+    findings: list[Finding] = []
+    dispatch = walk.for_file(source, text, config)
+    if dispatch:  # else no rule can fire here: the file was parsed (ONC001), not walked
+        # Not splitlines(): it also breaks at a form feed, which Python reads as a space.
+        context = Context(
+            path=source.shown,
+            module=module_name(source.shown),
+            lines=text.split("\n"),
+            root=config.root,
+            tree=tree,
+        )
+        _visit(tree, dispatch, context)
+        findings = context.findings
     # A suppression says "oncely" (in any case): a file that never does skips the tokenizer.
     suppressions = _suppressions(text) if "oncely" in text.lower() else {}
-    return _apply_suppressions(context.findings, suppressions, source.shown, config)
+    if not findings and not suppressions:
+        return findings
+    return _apply_suppressions(findings, suppressions, source.shown, config)
 
 
 def _visit(tree: ast.AST, dispatch: Dispatch, context: Context) -> None:
@@ -522,12 +534,3 @@ def _problem(suppression: _Suppression, known: set[str]) -> str:
             f"'# oncely: allow {codes} -- why this is the one exception'"
         )
     return ""
-
-
-def _module_name(shown: str) -> str:
-    parts = [p for p in Path(shown).with_suffix("").parts if p not in {".", ""}]
-    if parts and parts[0] == "src":
-        parts = parts[1:]
-    if parts and parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ".".join(parts)

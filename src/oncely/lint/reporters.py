@@ -17,8 +17,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
-from oncely.lint.cache import oncely_version
 from oncely.lint.finding import Finding
+from oncely.lint.manifest import oncely_version
 from oncely.lint.rules import Rule
 
 SARIF_SCHEMA = (

@@ -68,6 +68,18 @@ class Context:
         return found
 
 
+def module_name(shown: str) -> str:
+    """The module a file is taken for, from its path as reported (`Context.path`): a leading
+    ``src/`` is not part of it, a package's ``__init__`` is the package. It depends on where
+    the run started, not only on the file."""
+    parts = [p for p in Path(shown).with_suffix("").parts if p not in {".", ""}]
+    if parts and parts[0] == "src":
+        parts = parts[1:]
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
 class Rule:
     """Base of every rule; subclasses set the class variables and define ``visit_*`` methods."""
 

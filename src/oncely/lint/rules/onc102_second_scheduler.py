@@ -78,6 +78,13 @@ class SecondScheduler(Rule):
     code = "ONC102"
     name = "second-scheduler"
     message = "a second scheduler"
+    # Every finding names one, in the file: a module of SCHEDULER_MODULES (each of its
+    # components is written out, whatever the spacing around the dots), a name of
+    # SCHEDULING_NAMES or a setting of SCHEDULE_SETTINGS. A test checks each table entry.
+    triggers = (
+        *("sched", "SCHEDULE", "celery", "redbeat", "cron", "timeloop", "fastapi_util"),
+        *("huey", "django_q", "repeat_every", "periodic_task"),
+    )
     violating = (
         "from apscheduler.schedulers.background import BackgroundScheduler\n"
         "\n"

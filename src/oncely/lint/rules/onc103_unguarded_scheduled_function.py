@@ -66,6 +66,10 @@ class UnguardedScheduledFunction(Rule):
     code = "ONC103"
     name = "unguarded-scheduled-function"
     message = "scheduled by another framework without an oncely lock or idempotency note"
+    # Every finding names one, in the file: a decorator of SCHEDULING_DECORATORS or a call of
+    # REGISTRATIONS, the schedule library's ``.do`` only after an ``every(...)``. A test checks
+    # each table entry.
+    triggers = ("scheduled_job", "periodic_task", "crontab", "add_job", "every")
     violating = (
         "from apscheduler.schedulers.background import BackgroundScheduler\n"
         "\n"

@@ -1,0 +1,57 @@
+"""Which files a run lints: the ``.py`` files under the directories it is given.
+
+Light on purpose (``os`` alone): the engine walks with it, and so does the run manifest on a
+warm run, which must find the same files without importing the engine.
+"""
+
+from __future__ import annotations
+
+import os
+
+#: Directories never descended into, wherever they are. The tools' caches hold no source, and
+#: change whenever their tool runs: a warm run would otherwise list them again each time.
+SKIPPED_DIRS = frozenset(
+    {
+        *(".git", ".hg", ".venv", "venv", "__pycache__", "node_modules", "build", "dist"),
+        *(".oncely_cache", ".mypy_cache", ".pytest_cache", ".ruff_cache"),
+    }
+)
+
+
+def python_files_under(
+    top: str, scanned: list[tuple[str, bool]] | None = None
+) -> list[tuple[tuple[str, ...], bool]]:
+    """The ``.py`` files under directory ``top``, each as its path's parts below ``top`` and
+    whether it is a symlink; sorted as paths are, not descending into symlinked directories
+    (as ``Path.rglob``) nor into `SKIPPED_DIRS`.
+
+    A directory that cannot be listed is passed over. With ``scanned``, each directory the walk
+    tried to list is appended to it, with whether it could.
+    """
+    found: list[tuple[tuple[str, ...], bool]] = []
+    folders: list[tuple[str, tuple[str, ...]]] = [(top, ())]
+    while folders:
+        folder, parts = folders.pop()
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    name = entry.name
+                    if name.endswith(".py") and not _is_dir(entry):
+                        found.append(((*parts, name), entry.is_symlink()))
+                    elif name not in SKIPPED_DIRS and _is_dir(entry) and not entry.is_symlink():
+                        folders.append((entry.path, (*parts, name)))
+        except OSError:
+            if scanned is not None:
+                scanned.append((folder, False))
+            continue
+        if scanned is not None:
+            scanned.append((folder, True))
+    found.sort()
+    return found
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
