@@ -304,3 +304,29 @@ def test_an_abandoned_at_most_once_occurrence_is_counted_in_the_metrics(url: str
         )
     lost.close()
     app.close()
+
+
+def test_a_claim_whose_lease_ran_out_while_it_waited_is_not_started(
+    url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from oncely.testing import Clock
+    from oncely.worker.loop import _Held
+
+    clock = Clock(_now())
+    app = oncely.App(url, clock=clock)
+    ran: list[str] = []
+
+    @app.job(lease=timedelta(seconds=4))
+    def report(run: oncely.Run) -> None:
+        ran.append(run.key)
+
+    app.defer(report, at=clock(), key="r1")
+    worker = Worker(app)
+    (claim,) = worker.engine.claim(5)
+    clock.advance(seconds=5)  # the loop, starved, never extended it
+    with caplog.at_level(logging.WARNING, logger="oncely"):
+        assert worker._run_one(_Held(claim, worker.engine.jobs["report"])) is None
+    assert ran == []
+    assert "its lease ran out while it waited for a handler slot" in caplog.text
+    assert [c.key for c in app._the_engine().claim(5)] == ["r1"]  # free for any worker
+    app.close()

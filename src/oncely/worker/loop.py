@@ -503,6 +503,19 @@ class Worker:
 
     def _run_one(self, held: _Held) -> Finished | None:
         executor, job = self.engine.executor, held.job
+        if self.clock() >= held.claim.lease_expires_at:
+            # A claim that waited for a slot past its lease (the loop too starved to extend it)
+            # may already run on another worker: starting it too ran an at_least_once
+            # occurrence twice on a loaded machine with no worker killed.
+            log.warning(
+                "oncely: %s %r at %s: its lease ran out while it waited for a handler slot "
+                "(this worker is overloaded); not started here, another worker takes it over",
+                job.name,
+                held.claim.key,
+                held.claim.scheduled_for.isoformat(),
+                extra=claim_fields(held.claim),
+            )
+            return None
         started = executor.start(held.claim, job)
         if isinstance(started, Finished):
             return started
