@@ -530,7 +530,11 @@ class PostgresStore(Store):
             "fences": [c.fence for c in claims],
             "now": now,
         }
-        rows = connection.execute(self._sql["book_success"], params).fetchall()
+        # Planned for these arrays every time, never prepared: statistics taken while nothing
+        # ran say "no running rows", and the generic plan psycopg's prepared statement gets
+        # after five runs then read every running row once per booked one (10 ms for 30 rows
+        # with 1,100 running; a burst's booking took 60% of the worker's loop).
+        rows = connection.execute(self._sql["book_success"], params, prepare=False).fetchall()
         booked = {row["id"] for row in rows}
         done = [c for c in claims if c.occurrence_id in booked]
         streaks = sorted({c.schedule_id for c in done if c.failure_streak})
@@ -710,7 +714,10 @@ class PostgresStore(Store):
             "now": now,
         }
         with self._connect() as connection:
-            released = len(connection.execute(self._sql["release_claims"], params).fetchall())
+            # Not prepared, for the plan's sake: see _book_success.
+            released = len(
+                connection.execute(self._sql["release_claims"], params, prepare=False).fetchall()
+            )
             if released:
                 connection.execute(self._sql["notify_change"])
         return released
@@ -724,7 +731,9 @@ class PostgresStore(Store):
             "reason": reason,
         }
         with self._connect() as connection:
-            return len(connection.execute(self._sql["mark_left_running"], params).fetchall())
+            # Not prepared, for the plan's sake: see _book_success.
+            rows = connection.execute(self._sql["mark_left_running"], params, prepare=False)
+            return len(rows.fetchall())
 
     def watch(self, on_change: Callable[[], None]) -> Watch | None:
         try:
