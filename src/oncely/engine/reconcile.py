@@ -83,24 +83,25 @@ class Reconciler:
 
     def start(self) -> None:
         """At start: apply the declarations unless a newer version is live."""
-        self._decide(again=True)
+        self._apply(self.fingerprint)
 
     def check(self) -> None:
         """While running (every minute): say this version is live, and apply its declarations if
         the version applied is another one that may now be replaced (a rollback)."""
-        self._decide(again=False)
-
-    def _decide(self, *, again: bool) -> None:
-        mine, applied = self.store.see_code_version(self.fingerprint, self.clock())
-        if not again and applied is not None and applied.fingerprint == mine.fingerprint:
+        version = self.fingerprint
+        mine, applied = self.store.see_code_version(version, self.clock())
+        if applied is not None and applied.fingerprint == mine.fingerprint:
             return
         if not may_apply(mine, applied, self.clock()):
             self._decline(mine, applied)
             return
+        self._apply(version)
+
+    def _apply(self, version: str) -> None:
         with self._lock:
-            # Decided again under the lock: another version may have applied since.
+            # Decided under the lock: another version may have applied since.
             now = self.clock()
-            mine, applied = self.store.see_code_version(self.fingerprint, now)
+            mine, applied = self.store.see_code_version(version, now)
             if not may_apply(mine, applied, now):
                 self._decline(mine, applied)
                 return
@@ -115,7 +116,7 @@ class Reconciler:
                     else f"a newer one no worker has run since {applied.last_seen_at:%H:%M:%S} UTC",
                 )
             reconcile(self.store, self.jobs, now)
-            self.store.mark_code_applied(self.fingerprint, now)
+            self.store.mark_code_applied(version, now)
             self._declined = None
 
     def _decline(self, mine: CodeVersion, applied: CodeVersion | None) -> None:
@@ -132,13 +133,9 @@ class Reconciler:
             f"{mine.first_seen_at:%Y-%m-%d %H:%M:%S}",
             applied.fingerprint,
             applied.fingerprint,
-            _duration(LIVE),
+            f"{LIVE.total_seconds() / 60:.0f} minutes",
             applied.fingerprint,
         )
-
-
-def _duration(delta: timedelta) -> str:
-    return f"{delta.total_seconds() / 60:.0f} minutes"
 
 
 def reconcile(store: Store, jobs: Mapping[str, Job], now: datetime) -> None:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from oncely.errors import ConfigurationError
+from oncely.lint.discovery import nearest_pyproject
 
 _KEYS = {"select", "ignore", "exclude", "allow"}
 _RULE_TABLE = re.compile(r"ONC\d{3}")
@@ -72,11 +73,8 @@ def _matches(relative: str, patterns: tuple[str, ...]) -> bool:
 
 def load_config(start: Path) -> LintConfig:
     """The configuration of the nearest pyproject.toml at or above ``start`` (defaults if none)."""
-    for folder in [start.resolve(), *start.resolve().parents]:
-        candidate = folder / "pyproject.toml"
-        if candidate.is_file():
-            return read_config(candidate)
-    return LintConfig(root=Path.cwd().resolve())
+    found = nearest_pyproject(str(start))
+    return read_config(Path(found)) if found else LintConfig(root=Path.cwd().resolve())
 
 
 def read_config(pyproject: Path) -> LintConfig:

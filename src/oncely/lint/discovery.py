@@ -1,7 +1,8 @@
 """Which files a run lints: the ``.py`` files under the directories it is given.
 
 Light on purpose (``os`` alone): the engine walks with it, and so does the run manifest on a
-warm run, which must find the same files without importing the engine.
+warm run, which must find the same files and the same configuration without importing the
+engine.
 """
 
 from __future__ import annotations
@@ -55,3 +56,16 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
         return entry.is_dir()
     except OSError:
         return False
+
+
+def nearest_pyproject(start: str) -> str | None:
+    """The pyproject.toml at or above ``start`` that configures a run there, if any."""
+    folder = os.path.realpath(start)
+    while True:
+        candidate = os.path.join(folder, "pyproject.toml")
+        if os.path.isfile(candidate):
+            return candidate
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent

@@ -34,7 +34,7 @@ import json
 import os
 import sys
 
-from oncely.lint.discovery import python_files_under
+from oncely.lint.discovery import nearest_pyproject, python_files_under
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ class RunManifest:
     ) -> None:
         cwd = os.getcwd()
         self.targets = list(targets) or [cwd]
-        config = _nearest_config(self.targets[0])
+        config = nearest_pyproject(self.targets[0])
         root = os.path.dirname(config) if config else os.path.realpath(cwd)
         line = [cwd, list(targets), fmt, select, ignore]
         self.key: dict[str, Any] = {
@@ -157,19 +157,6 @@ def _seen(path: str) -> Seen:
     except OSError:
         return [path]
     return [path, status.st_size, status.st_mtime_ns, status.st_ino]
-
-
-def _nearest_config(start: str) -> str | None:
-    """The pyproject.toml ``oncely.lint.config.load_config`` reads for ``start``, if any."""
-    folder = os.path.realpath(start)
-    while True:
-        candidate = os.path.join(folder, "pyproject.toml")
-        if os.path.isfile(candidate):
-            return candidate
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return None
-        folder = parent
 
 
 def _crc(text: str) -> int:
