@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -143,6 +145,37 @@ def test_marking_schedules_invalid_returns_those_this_call_stopped(store: Store)
     assert store.mark_invalid([], LATER) == []
     assert [o.status for o in store.history(None, key="bad")] == ["invalid"]
     assert [o.reason for o in store.history("acme", key="worse")] == ["invalid: FREQ=NEVERLY"]
+
+
+def test_due_schedules_leave_the_payload_behind(store: Store) -> None:
+    # Materialising never needs it: 1 MB payloads read again with every batch made workers late.
+    save(store, payload={"blob": "x" * 100_000})
+    due = store.due_schedules(NEXT, ["morning_digest"], 10)
+    assert [(s.key, s.payload) for s in due] == [("digest", None)]
+    assert store.get_schedule(None, "digest").payload == {"blob": "x" * 100_000}
+
+
+def test_two_workers_marking_the_same_bad_rules_in_opposite_orders_stop_each_once(
+    store: Store,
+) -> None:
+    # Both lock in one order whatever order they were given: no deadlock, and the second to come
+    # finds each schedule already stopped, so that each is logged (and recorded) once.
+    keys = [f"bad-{n:03}" for n in range(120)]
+    for key in keys:
+        save(store, key=key)
+        _corrupt_trigger(store, key)
+    ask = [(None, key, "invalid: FREQ=NEVERLY") for key in keys]
+    start = threading.Barrier(2)
+
+    def mark(order: list[tuple[str | None, str, str]]) -> list[tuple[str | None, str]]:
+        start.wait()
+        return store.mark_invalid(order, LATER)
+
+    with ThreadPoolExecutor(2) as pool:
+        stopped = list(pool.map(mark, [ask, ask[::-1]]))
+    assert sorted(stopped[0] + stopped[1]) == [(None, key) for key in keys]
+    assert {s.status for s in store.list_schedules(None)} == {"invalid"}
+    assert len(store.history(None, status="invalid", limit=500)) == len(keys)
 
 
 def _corrupt_trigger(store: Store, key: str) -> None:

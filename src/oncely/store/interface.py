@@ -178,6 +178,7 @@ class Store(ABC):
 
         Earliest first, at most ``limit``. A schedule with no next run (NULL) is never due. One
         whose stored trigger no longer reads is returned with status ``invalid`` and no trigger.
+        Payloads are not read (``payload`` is None): materialising never needs them.
         """
 
     @abstractmethod

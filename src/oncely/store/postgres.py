@@ -348,28 +348,29 @@ class PostgresStore(Store):
     def mark_invalid(
         self, schedules: Sequence[tuple[str | None, str, str]], now: datetime
     ) -> list[tuple[str | None, str]]:
-        stopped: list[tuple[str | None, str]] = []
         if not schedules:
-            return stopped
+            return []
+        asked = {(tenant_column(tenant), key): tenant for tenant, key, _ in schedules}
+        params = {
+            "tenants": [tenant_column(tenant) for tenant, _, _ in schedules],
+            "keys": [key for _, key, _ in schedules],
+            "reasons": [reason for _, _, reason in schedules],
+            "now": now,
+        }
         with self._connect() as connection:
-            # Locked in one order by every caller: two workers meeting the same rules never
-            # deadlock.
-            for tenant, key, reason in sorted(schedules, key=lambda s: (s[0] or "", s[1])):
-                params = {"tenant": tenant_column(tenant), "key": key}
-                found = connection.execute(self._sql["lock_schedule"], params).fetchone()
-                if found is None or found["status"] != "active":
-                    continue
-                connection.execute(
-                    self._sql["mark_invalid"],
-                    {"schedule_id": found["id"], "reason": reason, "now": now},
+            stopped = connection.execute(self._sql["mark_invalid"], params).fetchall()
+            invalid = [
+                claiming.invalid_occurrence_params(
+                    row["id"], row["tenant"], row["stopped_at"], row["reason"], now
                 )
-                if found["next_run_at"] is not None:
-                    invalid = claiming.invalid_occurrence_params(
-                        found["id"], params["tenant"], found["next_run_at"], reason, now
-                    )
-                    connection.execute(self._sql["insert_occurrence"], invalid)
-                stopped.append((tenant, key))
-        return stopped
+                for row in stopped
+                if row["stopped_at"] is not None
+            ]
+            if invalid:
+                with connection.cursor() as cursor:
+                    cursor.executemany(self._sql["insert_occurrence"], invalid)
+        found = sorted((row["tenant"], row["key"]) for row in stopped)
+        return [(asked[found_key], found_key[1]) for found_key in found]
 
     def claim_due(
         self,

@@ -149,8 +149,10 @@ SELECT 1;
 
 -- name: due_schedules
 -- Uses the partial index oncely_schedules_due; next_run_at's NULL arm is excluded explicitly.
-SELECT id, tenant, key, job, origin, trigger_spec, payload, paused, status, status_reason,
-    next_run_at, created_at, updated_at
+-- The payload is not read: materialising never needs it, and 1 MB payloads read again with every
+-- batch made a worker seconds late.
+SELECT id, tenant, key, job, origin, trigger_spec, 'null' AS payload, paused, status,
+    status_reason, next_run_at, created_at, updated_at
 FROM oncely_schedules
 WHERE status = 'active' AND paused = 0 AND next_run_at IS NOT NULL
   AND next_run_at <= :now AND job IN (SELECT value FROM json_each(:jobs))
