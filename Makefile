@@ -81,7 +81,8 @@ PEERS_STAMP := .venv-bench/.installed
 
 # `make bench` runs every benchmark beside the peers (bench/report.py; about two hours on 2 cores)
 # and writes docs/performance.md and docs/performance-lag.png. RUNS: runs per figure (median);
-# BENCH_ARGS: more options of bench/report.py, e.g. BENCH_ARGS="--peers pgqueuer".
+# BENCH_ARGS: more options of bench/report.py, e.g. BENCH_ARGS="--peers pgqueuer", or
+# BENCH_ARGS="--keep .bench-keep" to save each benchmark's outcome and resume a stopped report.
 RUNS ?= 5
 BENCH_ARGS ?=
 

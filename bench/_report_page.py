@@ -171,6 +171,13 @@ def _header(results: dict[str, Any], meta: dict[str, Any]) -> list[str]:
             "figures measured while it is busy are pessimistic (for every scheduler, not "
             "necessarily equally)."
         )
+    if kept := meta.get("kept"):
+        lines.append(
+            "- Resumed with `--keep`: the figures of "
+            + ", ".join(f"{label} (finished {at})" for label, at in kept.items())
+            + " were kept from the earlier run that measured them; the time above is this "
+            "run's alone."
+        )
     if meta["quick"]:
         lines += [
             "",

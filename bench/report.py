@@ -114,6 +114,8 @@ class Outcome:
     #: The script's exit status (non-zero with a document: it flagged duplicates or misses).
     status: int = 0
     load: list[float] = field(default_factory=list)
+    #: When an earlier run (``--keep``) finished it, if its figures were kept from that run.
+    kept_from: str | None = None
 
 
 def plan(runs: int, quick: bool, peers: Sequence[str], lag_seconds: float) -> list[Task]:
@@ -193,9 +195,45 @@ def _say(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
 
-def run_task(task: Task, scratch: Path, wait: float = RETRY_WAIT_S) -> Outcome:
+def _kept(task: Task, scratch: Path) -> Path:
+    return scratch / f"{task.label}.outcome.json"
+
+
+def kept_outcome(task: Task, scratch: Path) -> Outcome | None:
+    """The outcome a run with ``--keep`` saved for ``task`` when it succeeded (same command)."""
+    path = _kept(task, scratch)
+    if not path.exists():
+        return None
+    saved = json.loads(path.read_text())
+    if saved.get("command") != task.shown():
+        return None  # measured with other options: measure again
+    return Outcome(
+        task, document=saved["document"], stdout=saved["stdout"], elapsed_s=saved["elapsed_s"],
+        attempts=saved["attempts"], status=saved["status"], load=saved["load"],
+        kept_from=saved["finished_at"],
+    )  # fmt: skip
+
+
+def keep_outcome(outcome: Outcome, scratch: Path) -> None:
+    saved = {
+        "command": outcome.task.shown(), "document": outcome.document, "stdout": outcome.stdout,
+        "elapsed_s": outcome.elapsed_s, "attempts": outcome.attempts, "status": outcome.status,
+        "load": outcome.load,
+        "finished_at": f"{datetime.now(UTC).isoformat(timespec='seconds')}, git {_git_describe()}",
+    }  # fmt: skip
+    path = _kept(outcome.task, scratch)
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps(saved))
+    partial.replace(path)  # a run stopped mid-write leaves no outcome that looks whole
+
+
+def run_task(task: Task, scratch: Path, wait: float = RETRY_WAIT_S, keep: bool = False) -> Outcome:
     """Run ``task`` (``ATTEMPTS`` times, ``wait`` s apart, while it fails), relaying its
-    progress lines to stderr."""
+    progress lines to stderr. With ``keep``, an outcome saved in ``scratch`` by an earlier run
+    of the same command is used instead, and a new success is saved there."""
+    if keep and (found := kept_outcome(task, scratch)) is not None:
+        _say(f"[{task.label}] kept from an earlier run ({found.elapsed_s:.0f} s): {task.shown()}")
+        return found
     outcome = Outcome(task)
     started = time.perf_counter()
     for attempt in range(1, ATTEMPTS + 1):
@@ -235,6 +273,8 @@ def run_task(task: Task, scratch: Path, wait: float = RETRY_WAIT_S) -> Outcome:
         outcome.error = f"exit status {proc.returncode}:\n" + "\n".join(tail)
         _say(f"[{task.label}] FAILED ({outcome.error.splitlines()[0]})")
     outcome.elapsed_s = round(time.perf_counter() - started, 1)
+    if keep and outcome.error is None:
+        keep_outcome(outcome, scratch)
     return outcome
 
 
@@ -286,6 +326,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "performance.md")
     parser.add_argument("--chart", type=Path, help="the PNG (default: <out>-lag.png)")
     parser.add_argument("--via", help="the command that ran this one, shown in the page")
+    parser.add_argument(
+        "--keep", type=Path, metavar="DIR",
+        help="save each benchmark's outcome in DIR, and use those already there: a report "
+        "stopped part way (it takes hours) goes on where it stopped",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
@@ -300,18 +345,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = shlex.join([os.path.relpath(sys.executable, ROOT), script, *sys.argv[1:]])
     tasks = plan(args.runs, args.quick, args.peers, args.lag_seconds)
     started_at, started = datetime.now(UTC), time.perf_counter()
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="bench-report-") as tmp:
-        scratch = Path(tmp)
+        scratch = args.keep or Path(tmp)
+        keep = args.keep is not None
         if args.quick:
             with ThreadPoolExecutor(max_workers=QUICK_PARALLEL) as pool:
-                outcomes = list(pool.map(lambda task: run_task(task, scratch, 1.0), tasks))
+                outcomes = list(pool.map(lambda t: run_task(t, scratch, 1.0, keep), tasks))
         else:
-            outcomes = [run_task(task, scratch) for task in tasks]
+            outcomes = [run_task(task, scratch, keep=keep) for task in tasks]
         meta = {
             "command": command, "via": args.via, "date": started_at.isoformat(timespec="seconds"),
             "elapsed_s": round(time.perf_counter() - started, 1), "runs": args.runs,
             "quick": args.quick, "versions": _versions(), "cpus": os.cpu_count(),
             "lag_seconds": args.lag_seconds, "chart": os.path.relpath(chart, args.out.parent),
+            "kept": {o.task.label: o.kept_from for o in outcomes if o.kept_from},
         }  # fmt: skip
         results = merge(outcomes)
         chart_spec = scratch / "chart.json"
