@@ -205,16 +205,22 @@ def _say(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
 
+#: Bench files that only make the page from the outcomes: changing them measures nothing anew.
+PAGE_FILES = ("report.py", "_report_page.py", "_lag_chart.py")
+
+
 def source_digest() -> str:
-    """A digest of what a benchmark runs: oncely's source and SQL, and the bench scripts. An
-    outcome saved under another digest measured other code, and is not reused."""
+    """A digest of what the benchmarks run: oncely's source and SQL, the bench scripts (not
+    those that only make the page) and the peers' pinned versions. An outcome saved under
+    another digest measured other code, and is not reused."""
     digest = hashlib.sha256()
     files = [
         *(ROOT / "src" / "oncely").rglob("*.py"), *(ROOT / "src" / "oncely").rglob("*.sql"),
         *_BENCH_DIR.rglob("*.py"), _BENCH_DIR / "requirements-peers.txt",
     ]  # fmt: skip
     for path in sorted(files):
-        if "__pycache__" in path.parts:
+        page_only = path.parent == _BENCH_DIR and path.name in PAGE_FILES
+        if "__pycache__" in path.parts or page_only:
             continue
         digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
