@@ -21,7 +21,7 @@ help:
 	@echo "make test   create .venv, install dev deps, run lint and the whole test suite"
 	@echo "make faults the fault suite's long version (kills, pauses, outages, skew, deploys, bad input)"
 	@echo "make docs   install the docs tools into .venv, build the site into site/ (mkdocs --strict)"
-	@echo "make lint   ruff check, ruff format --check, mypy (strict on src/), oncely lint src"
+	@echo "make lint   ruff check, ruff format --check, mypy (strict on src/), oncely lint on src tests bench examples"
 	@echo "make bench  every benchmark beside the peers into docs/performance.md (RUNS=5; RUNS=1 for a quick look)"
 	@echo "make bench-peers  bench/engine.py beside procrastinate, pgqueuer, APScheduler 4; bench/lint.py beside flake8, lint-imports, ruff"
 	@echo "make clean  remove .venv and caches"
@@ -43,7 +43,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check $(LINT_PATHS)
 	$(BIN)/ruff format --check $(LINT_PATHS)
 	$(BIN)/mypy
-	$(BIN)/oncely lint src
+	$(BIN)/oncely lint $(LINT_PATHS)
 
 # tests/unit (the Hypothesis properties: CPU only, no database, no subprocess) runs beside the
 # rest, which mostly waits on PostgreSQL and worker processes: one after the other they took over
@@ -79,10 +79,10 @@ faults: $(STAMP)
 # their own virtualenv: bench-only, never dependencies of oncely.
 PEERS_STAMP := .venv-bench/.installed
 
-# `make bench` runs every benchmark beside the peers (bench/report.py; about two hours on 2 cores)
-# and writes docs/performance.md and docs/performance-lag.png. RUNS: runs per figure (median);
+# `make bench` runs every benchmark beside the peers (bench/report.py; three hours or more on 2
+# cores) and writes docs/performance.md and docs/performance-lag.png. RUNS: runs per figure (median);
 # BENCH_ARGS: more options of bench/report.py, e.g. BENCH_ARGS="--peers pgqueuer", or
-# BENCH_ARGS="--keep .bench-keep" to save each benchmark's outcome and resume a stopped report.
+# BENCH_ARGS=--resume to go on where a stopped run stopped (outcomes are saved in bench/results).
 RUNS ?= 5
 BENCH_ARGS ?=
 

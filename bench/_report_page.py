@@ -173,10 +173,10 @@ def _header(results: dict[str, Any], meta: dict[str, Any]) -> list[str]:
         )
     if kept := meta.get("kept"):
         lines.append(
-            "- Resumed with `--keep`: the figures of "
+            "- Resumed with `--resume`: the figures of "
             + ", ".join(f"{label} (finished {at})" for label, at in kept.items())
-            + " were kept from the earlier run that measured them; the time above is this "
-            "run's alone."
+            + " are those an earlier run of the same command measured on the same source "
+            "(`bench/results/`); the time above is this run's alone."
         )
     if meta["quick"]:
         lines += [

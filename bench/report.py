@@ -18,19 +18,27 @@ measured in this run, versions, the date, the machine's load, and every command.
 that fails is run again after a pause (three attempts in all); if it still fails its section
 says so, the rest is still written, and the exit status is 1.
 
+Each benchmark's outcome (its JSON document, its output, when and at which commit it finished,
+and a digest of the source it ran) is saved in ``bench/results/`` as it finishes, and committed
+with the page: the figures behind it. A new run first empties that directory. The whole report
+takes hours; ``--resume`` uses the outcomes already there that the same commands saved on the
+same source, measures only the rest, and names in the page which figures came from earlier.
+
 ``--quick`` is a smoke test, not a measurement: tiny sizes, one run (whatever ``--runs``
 says), benchmarks run side by side. Run from the project root (``make bench`` creates both
 virtualenvs first)::
 
-    .venv/bin/python bench/report.py                      # about two hours on 2 cores
+    .venv/bin/python bench/report.py                      # three hours or more on 2 cores
     .venv/bin/python bench/report.py --runs 1             # one run of each: a quick look
     .venv/bin/python bench/report.py --quick --out /tmp/performance.md
+    .venv/bin/python bench/report.py --resume             # go on where a stopped run stopped
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import os
 import shlex
@@ -56,6 +64,8 @@ from _report_page import render_chart, render_page  # noqa: E402
 ROOT = _BENCH_DIR.parent
 ONCELY_PYTHON = ROOT / ".venv" / "bin" / "python"
 PEERS_PYTHON = ROOT / ".venv-bench" / "bin" / "python"
+#: Each benchmark's outcome, as the page was made from it (committed with the page).
+RESULTS = _BENCH_DIR / "results"
 PEERS = ("procrastinate", "pgqueuer", "apscheduler")
 #: Distributions whose versions the page gives (as installed in .venv-bench).
 PEER_DISTRIBUTIONS = (
@@ -114,7 +124,7 @@ class Outcome:
     #: The script's exit status (non-zero with a document: it flagged duplicates or misses).
     status: int = 0
     load: list[float] = field(default_factory=list)
-    #: When an earlier run (``--keep``) finished it, if its figures were kept from that run.
+    #: When and at which commit an earlier run finished it, if ``--resume`` used its figures.
     kept_from: str | None = None
 
 
@@ -195,44 +205,74 @@ def _say(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
 
-def _kept(task: Task, scratch: Path) -> Path:
-    return scratch / f"{task.label}.outcome.json"
+#: Bench files that only make the page from the outcomes: changing them measures nothing anew.
+PAGE_FILES = ("report.py", "_report_page.py", "_lag_chart.py")
 
 
-def kept_outcome(task: Task, scratch: Path) -> Outcome | None:
-    """The outcome a run with ``--keep`` saved for ``task`` when it succeeded (same command)."""
-    path = _kept(task, scratch)
+def source_digest() -> str:
+    """A digest of what the benchmarks run: oncely's source and SQL, the bench scripts (not
+    those that only make the page) and the peers' pinned versions. An outcome saved under
+    another digest measured other code, and is not reused."""
+    digest = hashlib.sha256()
+    files = [
+        *(ROOT / "src" / "oncely").rglob("*.py"), *(ROOT / "src" / "oncely").rglob("*.sql"),
+        *_BENCH_DIR.rglob("*.py"), _BENCH_DIR / "requirements-peers.txt",
+    ]  # fmt: skip
+    for path in sorted(files):
+        page_only = path.parent == _BENCH_DIR and path.name in PAGE_FILES
+        if "__pycache__" in path.parts or page_only:
+            continue
+        digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _saved(task: Task, results: Path) -> Path:
+    return results / f"{task.label}.json"
+
+
+def saved_outcome(task: Task, results: Path, source: str) -> Outcome | None:
+    """The outcome saved in ``results`` for ``task`` by a run of the same command on the same
+    source (`source_digest`), or None."""
+    path = _saved(task, results)
     if not path.exists():
         return None
     saved = json.loads(path.read_text())
-    if saved.get("command") != task.shown():
-        return None  # measured with other options: measure again
+    if saved.get("command") != task.shown() or saved.get("source") != source:
+        return None  # measured with other options, or other code: measure again
     return Outcome(
         task, document=saved["document"], stdout=saved["stdout"], elapsed_s=saved["elapsed_s"],
         attempts=saved["attempts"], status=saved["status"], load=saved["load"],
-        kept_from=saved["finished_at"],
+        kept_from=f"{saved['finished_at']}, git {saved['git']}",
     )  # fmt: skip
 
 
-def keep_outcome(outcome: Outcome, scratch: Path) -> None:
+def save_outcome(outcome: Outcome, results: Path, source: str) -> None:
+    """Save a benchmark's outcome in ``results``: the figures behind the page, kept beside it."""
     saved = {
-        "command": outcome.task.shown(), "document": outcome.document, "stdout": outcome.stdout,
+        "command": outcome.task.shown(), "source": source, "git": _git_describe(),
+        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "elapsed_s": outcome.elapsed_s, "attempts": outcome.attempts, "status": outcome.status,
-        "load": outcome.load,
-        "finished_at": f"{datetime.now(UTC).isoformat(timespec='seconds')}, git {_git_describe()}",
+        "load": outcome.load, "stdout": outcome.stdout, "document": outcome.document,
     }  # fmt: skip
-    path = _kept(outcome.task, scratch)
+    path = _saved(outcome.task, results)
     partial = path.with_suffix(".partial")
-    partial.write_text(json.dumps(saved))
+    partial.write_text(json.dumps(saved, indent=1) + "\n")
     partial.replace(path)  # a run stopped mid-write leaves no outcome that looks whole
 
 
-def run_task(task: Task, scratch: Path, wait: float = RETRY_WAIT_S, keep: bool = False) -> Outcome:
+def run_task(
+    task: Task,
+    scratch: Path,
+    wait: float = RETRY_WAIT_S,
+    results: Path | None = None,
+    source: str = "",
+    resume: bool = False,
+) -> Outcome:
     """Run ``task`` (``ATTEMPTS`` times, ``wait`` s apart, while it fails), relaying its
-    progress lines to stderr. With ``keep``, an outcome saved in ``scratch`` by an earlier run
-    of the same command is used instead, and a new success is saved there."""
-    if keep and (found := kept_outcome(task, scratch)) is not None:
-        _say(f"[{task.label}] kept from an earlier run ({found.elapsed_s:.0f} s): {task.shown()}")
+    progress lines to stderr. A success is saved in ``results``; with ``resume``, an outcome
+    already saved there by the same command on the same source is used instead."""
+    if resume and results and (found := saved_outcome(task, results, source)) is not None:
+        _say(f"[{task.label}] measured earlier ({found.kept_from}): {task.shown()}")
         return found
     outcome = Outcome(task)
     started = time.perf_counter()
@@ -273,8 +313,8 @@ def run_task(task: Task, scratch: Path, wait: float = RETRY_WAIT_S, keep: bool =
         outcome.error = f"exit status {proc.returncode}:\n" + "\n".join(tail)
         _say(f"[{task.label}] FAILED ({outcome.error.splitlines()[0]})")
     outcome.elapsed_s = round(time.perf_counter() - started, 1)
-    if keep and outcome.error is None:
-        keep_outcome(outcome, scratch)
+    if results is not None and outcome.error is None:
+        save_outcome(outcome, results, source)
     return outcome
 
 
@@ -327,9 +367,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--chart", type=Path, help="the PNG (default: <out>-lag.png)")
     parser.add_argument("--via", help="the command that ran this one, shown in the page")
     parser.add_argument(
-        "--keep", type=Path, metavar="DIR",
-        help="save each benchmark's outcome in DIR, and use those already there: a report "
-        "stopped part way (it takes hours) goes on where it stopped",
+        "--results", type=Path, metavar="DIR",
+        help=f"where each benchmark's outcome is saved (default {RESULTS.relative_to(ROOT)}; "
+        "with --quick, nowhere unless given); a new run first empties it",
+    )  # fmt: skip
+    parser.add_argument(
+        "--resume", action="store_true",
+        help="use the outcomes already in the results directory that the same commands saved "
+        "on the same source, and measure only the rest: a report stopped part way goes on",
     )  # fmt: skip
     args = parser.parse_args(argv)
     if args.runs < 1:
@@ -345,16 +390,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = shlex.join([os.path.relpath(sys.executable, ROOT), script, *sys.argv[1:]])
     tasks = plan(args.runs, args.quick, args.peers, args.lag_seconds)
     started_at, started = datetime.now(UTC), time.perf_counter()
-    if args.keep:
-        args.keep.mkdir(parents=True, exist_ok=True)
+    results = args.results or (None if args.quick else RESULTS)
+    source = source_digest()
+    if results is not None:
+        results.mkdir(parents=True, exist_ok=True)
+        if not args.resume:
+            for stale in results.glob("*.json"):
+                stale.unlink()  # what the page is made from is this run's alone
     with tempfile.TemporaryDirectory(prefix="bench-report-") as tmp:
-        scratch = args.keep or Path(tmp)
-        keep = args.keep is not None
+        scratch = Path(tmp)
         if args.quick:
             with ThreadPoolExecutor(max_workers=QUICK_PARALLEL) as pool:
-                outcomes = list(pool.map(lambda t: run_task(t, scratch, 1.0, keep), tasks))
+                outcomes = list(
+                    pool.map(
+                        lambda t: run_task(t, scratch, 1.0, results, source, args.resume), tasks
+                    )
+                )
         else:
-            outcomes = [run_task(task, scratch, keep=keep) for task in tasks]
+            outcomes = [
+                run_task(task, scratch, results=results, source=source, resume=args.resume)
+                for task in tasks
+            ]
         meta = {
             "command": command, "via": args.via, "date": started_at.isoformat(timespec="seconds"),
             "elapsed_s": round(time.perf_counter() - started, 1), "runs": args.runs,
@@ -362,15 +418,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             "lag_seconds": args.lag_seconds, "chart": os.path.relpath(chart, args.out.parent),
             "kept": {o.task.label: o.kept_from for o in outcomes if o.kept_from},
         }  # fmt: skip
-        results = merge(outcomes)
+        merged = merge(outcomes)
         chart_spec = scratch / "chart.json"
-        chart_spec.write_text(json.dumps(render_chart(results)))
+        chart_spec.write_text(json.dumps(render_chart(merged)))
         drawn = subprocess.run(
             [str(PEERS_PYTHON), str(_BENCH_DIR / "_lag_chart.py"), str(chart_spec), str(chart)],
             capture_output=True, text=True, check=False,
         )  # fmt: skip
         meta["chart_error"] = drawn.stderr.strip()[-500:] if drawn.returncode else None
-    args.out.write_text(render_page(results, outcomes, meta))
+    args.out.write_text(render_page(merged, outcomes, meta))
     failed = [o.task.label for o in outcomes if o.error] + (["chart"] if drawn.returncode else [])
     _say(f"wrote {args.out} and {chart} in {meta['elapsed_s']:.0f} s")
     if failed:
