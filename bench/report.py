@@ -23,6 +23,9 @@ and a digest of the source it ran) is saved in ``bench/results/`` as it finishes
 with the page: the figures behind it. A new run first empties that directory. The whole report
 takes hours; ``--resume`` uses the outcomes already there that the same commands saved on the
 same source, measures only the rest, and names in the page which figures came from earlier.
+Resume on the same machine, soon after: a figure measured on another machine, or while it was
+busier, does not compare with the rest (this development machine once ran every burst at half
+the speed it had the day before).
 
 ``--quick`` is a smoke test, not a measurement: tiny sizes, one run (whatever ``--runs``
 says), benchmarks run side by side. Run from the project root (``make bench`` creates both
