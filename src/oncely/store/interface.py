@@ -382,7 +382,8 @@ class Store(ABC):
         with ``finished_at < before``. NULL arm: one that never ran (skipped, invalid) has no
         ``finished_at``, and its ``scheduled_for`` stands in. Pending, running and retrying
         occurrences are never deleted, whatever their age; schedules never are (a removed one
-        keeps its row). Every sweep with ``finished_at < before`` goes. No index serves this: a
+        keeps its row). Every sweep with ``finished_at < before`` goes, and every code version
+        no worker has run since ``before`` but the one applied last. No index serves this: a
         call reads the occurrences until it has ``limit`` of them (no sort), once through at
         worst, on the housekeeper's time; an index would cost every claim and booking.
 

@@ -685,6 +685,7 @@ class PostgresStore(Store):
                 self._sql["prune_occurrences"], {"before": before, "limit": limit}
             ).rowcount
             connection.execute(self._sql["prune_sweeps"], {"before": before})
+            connection.execute(self._sql["prune_code_versions"], {"before": before})
         return max(pruned, 0)
 
     def reclaim_expired(self, now: datetime, retries: Mapping[str, int]) -> list[Reclaimed]:

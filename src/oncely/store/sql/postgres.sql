@@ -455,6 +455,19 @@ WHERE id = ANY(ARRAY(
 -- name: prune_sweeps
 DELETE FROM oncely_sweeps WHERE finished_at < %(before)s;
 
+-- name: prune_code_versions
+-- Versions no worker has run since before: the one applied last stays (reconciliation compares
+-- every start with it; none applied yet is the NULL arm, which keeps nothing). One started
+-- again after this is a new deployment to reconciliation.
+DELETE FROM oncely_code_versions
+WHERE last_seen_at < %(before)s
+  AND fingerprint IS DISTINCT FROM (
+      SELECT fingerprint FROM oncely_code_versions
+      WHERE applied_at IS NOT NULL
+      ORDER BY applied_at DESC, first_seen_at DESC
+      LIMIT 1
+  );
+
 -- name: reclaimable
 -- Running occurrences whose worker was lost (lease expired; a missing lease counts as expired),
 -- of jobs that may run again. SKIP LOCKED: a claim reclaiming the same row keeps it.
