@@ -24,8 +24,8 @@ with the page: the figures behind it. A new run first empties that directory. Th
 takes hours; ``--resume`` uses the outcomes already there that the same commands saved on the
 same source, measures only the rest, and names in the page which figures came from earlier.
 Resume on the same machine, soon after: a figure measured on another machine, or while it was
-busier, does not compare with the rest (this development machine once ran every burst at half
-the speed it had the day before).
+busier, does not compare with the rest (one session's development machine ran every burst at
+about half the speed of the one a session before).
 
 ``--quick`` is a smoke test, not a measurement: tiny sizes, one run (whatever ``--runs``
 says), benchmarks run side by side. Run from the project root (``make bench`` creates both
