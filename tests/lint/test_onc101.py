@@ -470,7 +470,8 @@ def test_a_look_alike_does_not_fire(source: str, tmp_path: Path) -> None:
 
 def test_oncely_has_exactly_one_loop_that_waits_on_time_the_workers() -> None:
     configured = read_config(ROOT / "pyproject.toml")
-    assert configured.allow["ONC101"] == ("src/oncely/worker/loop.py",)
+    in_oncely = [path for path in configured.allow["ONC101"] if path.startswith("src/")]
+    assert in_oncely == ["src/oncely/worker/loop.py"]  # the others are tests' waiting loops
     assert lint_files([ROOT / "src"], configured, ["ONC101"]) == []
     unallowed = LintConfig(root=configured.root)
     found = lint_files([ROOT / "src"], unallowed, ["ONC101"])
