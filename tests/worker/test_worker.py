@@ -281,6 +281,27 @@ def test_a_worker_gives_back_queued_claims_its_slow_handlers_will_not_reach_soon
     app.close()
 
 
+def test_every_booked_occurrence_is_counted_in_the_metrics(url: str) -> None:
+    # Booked in batches and counted once per job and outcome: each batch counts all it booked.
+    app = oncely.App(url)
+
+    @app.job(overlap="allow")
+    def ping(run: oncely.Run) -> None:
+        pass
+
+    for n in range(60):
+        app.defer(ping, at=_now(), key=f"p{n}")
+    with serving(app) as worker:
+        eventually(
+            lambda: (
+                'oncely_occurrences_total{job="ping",status="succeeded"} 60.0'
+                in worker.metrics.render().decode()
+            ),
+            what="all 60 counted",
+        )
+    app.close()
+
+
 def test_an_abandoned_at_most_once_occurrence_is_counted_in_the_metrics(url: str) -> None:
     lost, app = oncely.App(url), oncely.App(url)
     for each in (lost, app):

@@ -7,7 +7,7 @@ import os
 import select
 import threading
 import weakref
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -527,8 +527,8 @@ class PostgresStore(Store):
         self, connection: Connection, claims: Sequence[Claim], now: datetime
     ) -> list[Claim]:
         params = {
-            "ids": [c.occurrence_id for c in claims],
-            "fences": [c.fence for c in claims],
+            "ids": _bigint_array(c.occurrence_id for c in claims),
+            "fences": _bigint_array(c.fence for c in claims),
             "now": now,
         }
         # Planned for these arrays every time, never prepared: statistics taken while nothing
@@ -783,6 +783,12 @@ def _readable(fd: int) -> bool:
     poller = select.poll()
     poller.register(fd, select.POLLIN)
     return bool(poller.poll(0))
+
+
+def _bigint_array(values: Iterable[int]) -> str:
+    """``values`` as a PostgreSQL array literal, for a ``::bigint[]`` parameter: psycopg dumps a
+    list element by element in Python, which was a tenth of a burst's loop in a profile."""
+    return "{" + ",".join(str(int(value)) for value in values) + "}"
 
 
 def _each_row(

@@ -16,7 +16,7 @@ import select
 import signal
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -550,8 +550,11 @@ class Worker:
         if not self._unbooked:
             return 0
         booked = self.engine.executor.book(self._unbooked)
-        for finished, outcome in booked:
-            self.metrics.outcome(finished.job.name, outcome)
+        # Counted once per job and outcome, not once per occurrence: in a burst, a metric
+        # update per occurrence was a tenth of the loop's time.
+        counts = Counter((finished.job.name, outcome) for finished, outcome in booked)
+        for (job, outcome), n in counts.items():
+            self.metrics.outcome(job, outcome, n)
         return len(booked)
 
     # --- leases ------------------------------------------------------------------------------
