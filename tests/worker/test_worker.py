@@ -281,6 +281,10 @@ def test_a_worker_gives_back_queued_claims_its_slow_handlers_will_not_reach_soon
     app.close()
 
 
+def _eventually_in_metrics(worker: Worker, sample: str) -> None:
+    eventually(lambda: sample in worker.metrics.render().decode(), what=f"metrics with {sample}")
+
+
 def test_every_booked_occurrence_is_counted_in_the_metrics(url: str) -> None:
     # Booked in batches and counted once per job and outcome: each batch counts all it booked.
     app = oncely.App(url)
@@ -292,12 +296,8 @@ def test_every_booked_occurrence_is_counted_in_the_metrics(url: str) -> None:
     for n in range(60):
         app.defer(ping, at=_now(), key=f"p{n}")
     with serving(app) as worker:
-        eventually(
-            lambda: (
-                'oncely_occurrences_total{job="ping",status="succeeded"} 60.0'
-                in worker.metrics.render().decode()
-            ),
-            what="all 60 counted",
+        _eventually_in_metrics(
+            worker, 'oncely_occurrences_total{job="ping",status="succeeded"} 60.0'
         )
     app.close()
 
@@ -316,12 +316,8 @@ def test_an_abandoned_at_most_once_occurrence_is_counted_in_the_metrics(url: str
     with serving(app) as worker:
         eventually(lambda: _status(app, "c1") == "abandoned", what="c1 abandoned")
         # Counted once the tick's later steps are done too, a moment after the row changed.
-        eventually(
-            lambda: (
-                'oncely_occurrences_total{job="charge",status="abandoned"} 1.0'
-                in worker.metrics.render().decode()
-            ),
-            what="the abandoned occurrence counted",
+        _eventually_in_metrics(
+            worker, 'oncely_occurrences_total{job="charge",status="abandoned"} 1.0'
         )
     lost.close()
     app.close()
