@@ -350,7 +350,6 @@ class PostgresStore(Store):
     ) -> list[tuple[str | None, str]]:
         if not schedules:
             return []
-        asked = {(tenant_column(tenant), key): tenant for tenant, key, _ in schedules}
         params = {
             "tenants": [tenant_column(tenant) for tenant, _, _ in schedules],
             "keys": [key for _, key, _ in schedules],
@@ -370,7 +369,7 @@ class PostgresStore(Store):
                 with connection.cursor() as cursor:
                     cursor.executemany(self._sql["insert_occurrence"], invalid)
         found = sorted((row["tenant"], row["key"]) for row in stopped)
-        return [(asked[found_key], found_key[1]) for found_key in found]
+        return [(records.tenant_of(tenant), key) for tenant, key in found]
 
     def claim_due(
         self,
@@ -685,7 +684,9 @@ class PostgresStore(Store):
                 self._sql["prune_occurrences"], {"before": before, "limit": limit}
             ).rowcount
             connection.execute(self._sql["prune_sweeps"], {"before": before})
-            connection.execute(self._sql["prune_code_versions"], {"before": before})
+            applied = connection.execute(self._sql["applied_code_version"]).fetchone()
+            keep = applied["fingerprint"] if applied else None
+            connection.execute(self._sql["prune_code_versions"], {"before": before, "keep": keep})
         return max(pruned, 0)
 
     def reclaim_expired(self, now: datetime, retries: Mapping[str, int]) -> list[Reclaimed]:
@@ -711,8 +712,8 @@ class PostgresStore(Store):
         if not claims:
             return 0
         params = {
-            "ids": [c.occurrence_id for c in claims],
-            "fences": [c.fence for c in claims],
+            "ids": _bigint_array(c.occurrence_id for c in claims),
+            "fences": _bigint_array(c.fence for c in claims),
             "now": now,
         }
         with self._connect() as connection:
@@ -728,8 +729,8 @@ class PostgresStore(Store):
         if not claims:
             return 0
         params = {
-            "ids": [c.occurrence_id for c in claims],
-            "fences": [c.fence for c in claims],
+            "ids": _bigint_array(c.occurrence_id for c in claims),
+            "fences": _bigint_array(c.fence for c in claims),
             "reason": reason,
         }
         with self._connect() as connection:
@@ -786,8 +787,9 @@ def _readable(fd: int) -> bool:
 
 
 def _bigint_array(values: Iterable[int]) -> str:
-    """``values`` as a PostgreSQL array literal, for a ``::bigint[]`` parameter: psycopg dumps a
-    list element by element in Python, which was a tenth of a burst's loop in a profile."""
+    """``values`` as a PostgreSQL array literal, for the ``::bigint[]`` ids and fences of a
+    batch: psycopg dumps a list element by element in Python, which was a tenth of a burst's
+    loop in a profile."""
     return "{" + ",".join(str(int(value)) for value in values) + "}"
 
 

@@ -132,6 +132,11 @@ def tenant_column(tenant: str | None) -> str:
     return NO_TENANT if tenant is None else tenant
 
 
+def tenant_of(column: str) -> str | None:
+    """The tenant a stored ``tenant`` column holds: `tenant_column` undone."""
+    return None if column == NO_TENANT else column
+
+
 def schedule(values: Mapping[str, Any]) -> Schedule:
     """Map one schedule row, with Python types, to a `Schedule`.
 
@@ -154,7 +159,7 @@ def schedule(values: Mapping[str, Any]) -> Schedule:
         next_run_at=next_run_at if status == "active" else None,
         paused=bool(values["paused"]),
         status=status,
-        tenant=None if tenant == NO_TENANT else tenant,
+        tenant=tenant_of(tenant),
         payload=values["payload"],
         origin=cast(ScheduleOrigin, values["origin"]),
         status_reason=reason,
@@ -215,7 +220,7 @@ def occurrence(values: Mapping[str, Any]) -> Occurrence:
         finished_at=_utc(values["finished_at"]),
         worker=values["worker"],
         error=values["error"],
-        tenant=None if tenant == NO_TENANT else tenant,
+        tenant=tenant_of(tenant),
         reason=values["reason"],
         local_wall=None if wall is None else datetime.fromisoformat(wall),
         fold=values["fold"],
@@ -232,7 +237,7 @@ def abandoned(values: Mapping[str, Any]) -> Abandoned:
     tenant = values["tenant"]
     return Abandoned(
         key=values["key"],
-        tenant=None if tenant == NO_TENANT else tenant,
+        tenant=tenant_of(tenant),
         scheduled_for=values["scheduled_for"].astimezone(UTC),
         owner=values["lease_owner"],
         attempts=values["attempts"],

@@ -456,17 +456,11 @@ WHERE id = ANY(ARRAY(
 DELETE FROM oncely_sweeps WHERE finished_at < %(before)s;
 
 -- name: prune_code_versions
--- Versions no worker has run since before: the one applied last stays (reconciliation compares
--- every start with it; none applied yet is the NULL arm, which keeps nothing). One started
--- again after this is a new deployment to reconciliation.
+-- Versions no worker has run since before, but keep: the one applied last (applied_code_version),
+-- which reconciliation compares every start with; none applied yet (keep NULL) keeps nothing.
+-- One started again after this is a new deployment to reconciliation.
 DELETE FROM oncely_code_versions
-WHERE last_seen_at < %(before)s
-  AND fingerprint IS DISTINCT FROM (
-      SELECT fingerprint FROM oncely_code_versions
-      WHERE applied_at IS NOT NULL
-      ORDER BY applied_at DESC, first_seen_at DESC
-      LIMIT 1
-  );
+WHERE last_seen_at < %(before)s AND fingerprint IS DISTINCT FROM %(keep)s::text;
 
 -- name: reclaimable
 -- Running occurrences whose worker was lost (lease expired; a missing lease counts as expired),
