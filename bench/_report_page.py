@@ -247,25 +247,28 @@ def _burst(results: dict[str, Any]) -> list[str]:
         lines += [
             f"{reference['jobs']:,} jobs all due now, a handler that appends its number to a "
             "file, drained by worker processes (`bench/engine.py`, `bench/peers.py`). "
-            "Enqueueing is timed apart. oncely ÷ peer compares jobs/s on PostgreSQL with the "
-            "same number of workers.",
+            "Enqueueing is timed apart, once: on PostgreSQL each run drains a copy of a database "
+            "the jobs were enqueued into. APScheduler and procrastinate drain fewer jobs (the "
+            "jobs column): at their rates 20,000 took minutes per run. oncely ÷ peer compares "
+            "jobs/s on PostgreSQL with the same number of workers.",
             "",
-            "| scheduler | store | workers | enqueue s | drain s | jobs/s | dup | miss "
+            "| scheduler | store | workers | jobs | enqueue s | drain s | jobs/s | dup | miss "
             "| oncely ÷ peer |",
-            "|---|---|--:|--:|--:|--:|--:|--:|--:|",
+            "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|",
         ]
     pg = {} if ours is None else ours["oncely"].get("postgres", {})
     if ours:
         for store, by_count in ours["oncely"].items():
             for count, entry in by_count.items():
-                lines.append(_burst_row("oncely", store, count, entry["median"], "-"))
+                lines.append(_burst_row("oncely", store, count, ours["jobs"], entry["median"], "-"))
     if theirs:
         for peer, info in theirs["peers"].items():
             for count, entry in info["results"].items():
                 ratio = _ratio(pg.get(count, {}).get("median", {}).get("jobs_per_s"),
                                entry["median"]["jobs_per_s"])  # fmt: skip
+                jobs = info.get("jobs", theirs["jobs"])
                 lines.append(
-                    _burst_row(PEER_NAMES[peer], "postgres", count, entry["median"], ratio)
+                    _burst_row(PEER_NAMES[peer], "postgres", count, jobs, entry["median"], ratio)
                 )
         lines += ["", "Peer settings (why: `bench/_peers/<peer>_peer.py`):", ""]
         for peer, info in theirs["peers"].items():
@@ -274,9 +277,11 @@ def _burst(results: dict[str, Any]) -> list[str]:
     return lines + _failed(results, "burst-oncely", "burst-peers")
 
 
-def _burst_row(name: str, store: str, count: str, med: dict[str, Any], ratio: str) -> str:
+def _burst_row(
+    name: str, store: str, count: str, jobs: int, med: dict[str, Any], ratio: str
+) -> str:
     return (
-        f"| {name} | {STORE_NAMES[store]} | {count} | {_cell(med['enqueue_s'], '.1f')} "
+        f"| {name} | {STORE_NAMES[store]} | {count} | {jobs:,} | {_cell(med['enqueue_s'], '.1f')} "
         f"| {_cell(med['drain_s'], '.2f')} | {_cell(med['jobs_per_s'])} | {med['duplicates']} "
         f"| {med['missing']} | {ratio} |"
     )

@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ if str(_BENCH_DIR) not in sys.path:
 
 from _idle import run_idle  # noqa: E402
 from _peers import SUBJECT, harness, load  # noqa: E402
-from peers import DEFAULT_SERVER, default_timeout, summarize  # noqa: E402
+from peers import DEFAULT_SERVER, default_timeout, run_series  # noqa: E402
 
 PEERS_PYTHON = _BENCH_DIR.parent / ".venv-bench" / "bin" / "python"
 STORES = ("postgres", "sqlite")
@@ -59,26 +59,27 @@ def run_burst(
     module = load(SUBJECT)
     document: dict[str, Any] = {}
     for store in stores:
-        target = sqlite_file if store == "sqlite" else None
-        by_count = {}
-        for count in workers:
-            raw = []
-            for run in range(1, runs + 1):
-                result = harness.run_once(
-                    SUBJECT, module, server, jobs, count, default_timeout(jobs), target
-                ).as_dict()
-                raw.append(result)
-                print(
-                    f"oncely {store:>8} w={count} run {run}/{runs}: "
-                    f"drain {result['drain_s']}s ({result['jobs_per_s']} jobs/s) "
-                    f"dup {result['duplicates']} miss {result['missing']} "
-                    f"per worker {result['per_worker']}",
-                    file=sys.stderr,
-                    flush=True,
+        with ExitStack() as stack:
+            # SQLite: a new file per run, enqueued each time (seconds); PostgreSQL: a copy of
+            # one database enqueued once (app.defer one transaction per job took 55 s a run).
+            target = sqlite_file if store == "sqlite" else None
+            template = (
+                None
+                if store == "sqlite"
+                else stack.enter_context(harness.enqueued(SUBJECT, module, server, jobs))
+            )
+            document[store] = {
+                str(count): run_series(
+                    f"oncely {store}", SUBJECT, module, server, jobs, count, runs,
+                    default_timeout(jobs), _say, template=template, target=target,
                 )
-            by_count[str(count)] = {"runs": raw, "median": summarize(raw)}
-        document[store] = by_count
+                for count in workers
+            }  # fmt: skip
     return document
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
 
 
 def run_peer_bench(jobs: int, workers: list[int], runs: int, server: str) -> dict[str, Any]:

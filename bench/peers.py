@@ -1,15 +1,18 @@
 """Burst benchmark of peer job queues on PostgreSQL: procrastinate, pgqueuer, APScheduler 4.
 
-The workload ("burst"): ``--jobs`` jobs (20,000 by default), all due now, are enqueued, then
-drained by 1 worker process and, separately, by 2 worker processes started side by side. The
+The workload ("burst"): ``--jobs`` jobs (20,000 by default; fewer for a peer whose module sets
+``BURST_JOBS``: APScheduler and procrastinate, whose drains took minutes), all due now, are
+enqueued, then drained by 1 worker process and, separately, by 2 worker processes started side
+by side. The
 handler of every job only appends its job number and a timestamp to its worker process's own
 record file (one unbuffered ``write(2)``; no database work, identical for every peer), so
 duplicates and missing jobs can be counted afterwards. oncely's own figures (``bench/engine.py``)
 are quoted against the fastest peer measured in the same run, on the same PostgreSQL.
 
-Measured for every peer, worker count and run (each run on a freshly created database):
+Measured for every peer, worker count and run (each run on a new copy of a database the jobs
+were enqueued into once per peer; see ``bench/_peers/harness.py``):
 
-* ``enqueue_s``: enqueueing all jobs with the peer's own bulk API, timed on its own;
+* ``enqueue_s``: enqueueing all jobs with the peer's own bulk API, timed on its own, once;
 * ``drain_s``: from the moment the already started and imported workers are told "go" (they
   connect after that) until the last handler ran; ``jobs_per_s`` is ``jobs / drain_s``;
 * ``settled_s``: from "go" until the peer's own tables show every job finished;
@@ -47,6 +50,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from importlib import metadata
 from pathlib import Path
 from typing import Any, TextIO
@@ -127,20 +131,13 @@ def run_peers(
         for distribution in module.DISTRIBUTIONS:
             document["versions"][distribution] = _version(distribution)
         results: dict[str, Any] = {}
-        for count in workers:
-            raw = []
-            for run in range(1, runs + 1):
-                result = harness.run_once(name, module, server, jobs, count, limit).as_dict()
-                raw.append(result)
-                say(
-                    f"{name:>13} w={count} run {run}/{runs}: enqueue {result['enqueue_s']:.2f}s"
-                    f" drain {_fmt(result['drain_s'], '.2f')}s"
-                    f" ({_fmt(result['jobs_per_s'], '.0f')} jobs/s)"
-                    f" dup {result['duplicates']} miss {result['missing']}"
-                    f" per worker {result['per_worker']}"
+        own = burst_jobs(module, jobs)
+        with harness.enqueued(name, module, server, own) as template:
+            for count in workers:
+                results[str(count)] = run_series(
+                    name, name, module, server, own, count, runs, limit, say, template=template
                 )
-            results[str(count)] = {"runs": raw, "median": summarize(raw)}
-        document["peers"][name] = {"settings": module.SETTINGS, "results": results}
+        document["peers"][name] = {"settings": module.SETTINGS, "jobs": own, "results": results}
     for count in workers:
         rated = [
             (info["results"][str(count)]["median"]["jobs_per_s"] or 0.0, name)
@@ -152,6 +149,42 @@ def run_peers(
     return document
 
 
+def burst_jobs(module: Any, jobs: int) -> int:
+    """The jobs of ``module``'s burst: ``jobs``, or its ``BURST_JOBS`` if that is fewer."""
+    return min(jobs, getattr(module, "BURST_JOBS", jobs))
+
+
+def run_series(
+    label: str,
+    name: str,
+    module: Any,
+    server: str,
+    jobs: int,
+    workers: int,
+    runs: int,
+    timeout: float,
+    say: Callable[[str], None],
+    *,
+    template: harness.Enqueued | None = None,
+    target: Callable[[], AbstractContextManager[str]] | None = None,
+) -> dict[str, Any]:
+    """``runs`` runs of ``name`` with ``workers`` processes: every run's figures, and medians."""
+    raw = []
+    for run in range(1, runs + 1):
+        result = harness.run_once(
+            name, module, server, jobs, workers, timeout, target, template
+        ).as_dict()
+        raw.append(result)
+        say(
+            f"{label:>13} w={workers} run {run}/{runs}: enqueue {result['enqueue_s']:.2f}s"
+            f" drain {_fmt(result['drain_s'], '.2f')}s"
+            f" ({_fmt(result['jobs_per_s'], '.0f')} jobs/s)"
+            f" dup {result['duplicates']} miss {result['missing']}"
+            f" per worker {result['per_worker']}"
+        )
+    return {"runs": raw, "median": summarize(raw)}
+
+
 def _fmt(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
@@ -159,7 +192,7 @@ def _fmt(value: float | None, spec: str) -> str:
 def format_table(document: dict[str, Any]) -> str:
     """The human-readable table of medians (dup/miss: worst run) of a ``run_peers`` document."""
     head = (
-        f"{'peer':<14}{'workers':>8}{'enqueue s':>11}{'drain s':>10}{'jobs/s':>9}"
+        f"{'peer':<14}{'workers':>8}{'jobs':>8}{'enqueue s':>11}{'drain s':>10}{'jobs/s':>9}"
         f"{'settled s':>11}{'dup':>6}{'miss':>6}"
     )
     lines = [
@@ -172,7 +205,8 @@ def format_table(document: dict[str, Any]) -> str:
         for count, result in info["results"].items():
             med = result["median"]
             lines.append(
-                f"{name:<14}{count:>8}{_fmt(med['enqueue_s'], '.2f'):>11}"
+                f"{name:<14}{count:>8}{info.get('jobs', document['jobs']):>8}"
+                f"{_fmt(med['enqueue_s'], '.2f'):>11}"
                 f"{_fmt(med['drain_s'], '.2f'):>10}{_fmt(med['jobs_per_s'], '.0f'):>9}"
                 f"{_fmt(med['settled_s'], '.2f'):>11}{med['duplicates']:>6}{med['missing']:>6}"
             )
