@@ -31,7 +31,7 @@ about half the speed of the one a session before).
 says), benchmarks run side by side. Run from the project root (``make bench`` creates both
 virtualenvs first)::
 
-    .venv/bin/python bench/report.py                      # three hours or more on 2 cores
+    .venv/bin/python bench/report.py                      # about four hours on 2 cores
     .venv/bin/python bench/report.py --runs 1             # one run of each: a quick look
     .venv/bin/python bench/report.py --quick --out /tmp/performance.md
     .venv/bin/python bench/report.py --resume             # go on where a stopped run stopped
@@ -131,7 +131,9 @@ class Outcome:
     kept_from: str | None = None
 
 
-def plan(runs: int, quick: bool, peers: Sequence[str], lag_seconds: float) -> list[Task]:
+def plan(
+    runs: int, quick: bool, peers: Sequence[str], lag_seconds: float, idle_seconds: float = 30.0
+) -> list[Task]:
     """The tasks of one report, in the order they run.
 
     The worker benchmarks run one workload per command (``part``): recurring lag, one-off lag,
@@ -146,7 +148,8 @@ def plan(runs: int, quick: bool, peers: Sequence[str], lag_seconds: float) -> li
         recurrence, engine = ("--quick",), ("--sizes", "100", "200", "--ticks", "5")
         locks, lint = ("--seconds", "0.2"), ("--tree", "src/oncely")
     else:
-        burst, lag, idle = (), ("--seconds", f"{lag_seconds:g}"), ()
+        burst, lag = (), ("--seconds", f"{lag_seconds:g}")
+        idle = ("--idle-seconds", f"{idle_seconds:g}")
         recurrence, engine, locks, lint = (), (), (), ()
     tasks = [
         Task("recurrence", ONCELY_PYTHON, "recurrence.py", (*r, *recurrence)),
@@ -364,6 +367,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--lag-seconds", type=float, default=40.0, help="per lag run; 5 s left out at each end"
     )
+    # Idle is five subjects times five runs, each after a start-up of its own (pgqueuer's took
+    # 132 s): 60 s windows made it an hour of a two-hour report, for a handful of queries.
+    parser.add_argument(
+        "--idle-seconds", type=float, default=30.0, help="measured per idle run, after start-up"
+    )
     parser.add_argument("--peers", nargs="+", choices=PEERS, default=list(PEERS))
     parser.add_argument("--quick", action="store_true", help="smoke test: tiny, side by side")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "performance.md")
@@ -391,7 +399,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     chart.parent.mkdir(parents=True, exist_ok=True)
     script = os.path.relpath(Path(sys.argv[0]).resolve(), ROOT)
     command = shlex.join([os.path.relpath(sys.executable, ROOT), script, *sys.argv[1:]])
-    tasks = plan(args.runs, args.quick, args.peers, args.lag_seconds)
+    tasks = plan(args.runs, args.quick, args.peers, args.lag_seconds, args.idle_seconds)
     started_at, started = datetime.now(UTC), time.perf_counter()
     results = args.results or (None if args.quick else RESULTS)
     source = source_digest()
@@ -418,7 +426,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "command": command, "via": args.via, "date": started_at.isoformat(timespec="seconds"),
             "elapsed_s": round(time.perf_counter() - started, 1), "runs": args.runs,
             "quick": args.quick, "versions": _versions(), "cpus": os.cpu_count(),
-            "lag_seconds": args.lag_seconds, "chart": os.path.relpath(chart, args.out.parent),
+            "lag_seconds": args.lag_seconds, "idle_seconds": args.idle_seconds,
+            "chart": os.path.relpath(chart, args.out.parent),
             "kept": {o.task.label: o.kept_from for o in outcomes if o.kept_from},
         }  # fmt: skip
         merged = merge(outcomes)
