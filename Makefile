@@ -79,7 +79,7 @@ faults: $(STAMP)
 # their own virtualenv: bench-only, never dependencies of oncely.
 PEERS_STAMP := .venv-bench/.installed
 
-# `make bench` runs every benchmark beside the peers (bench/report.py; about four hours on 2
+# `make bench` runs every benchmark beside the peers (bench/report.py; about 2.5 hours on 2
 # cores) and writes docs/performance.md and docs/performance-lag.png. RUNS: runs per figure (median);
 # BENCH_ARGS: more options of bench/report.py, e.g. BENCH_ARGS="--peers pgqueuer", or
 # BENCH_ARGS=--resume to go on where a stopped run stopped (outcomes are saved in bench/results).

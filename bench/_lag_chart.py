@@ -53,7 +53,15 @@ def draw(chart: dict[str, Any], out: Path) -> None:
             )
             labels = [f"{v:,.0f}" if v >= 10 else f"{v:.1f}" for _, v in shown]
             axis.bar_label(bars, labels=labels, padding=2, fontsize=7)
+        for n, row in enumerate(rows):
+            if not any(row.get(field) for field, _, _ in PERCENTILES):
+                # An empty row read as a figure too small to draw, not as nothing having run.
+                note = f"ran {row.get('ran', 0):,.0f} of {row.get('due', 0):,.0f} in the window"
+                axis.text(
+                    0.01, n, note, transform=axis.get_yaxis_transform(), fontsize=7, va="center"
+                )
         axis.set_yticks(range(len(rows)), [row["label"] for row in rows], fontsize=8)
+        axis.set_ylim(-0.6, len(rows) - 0.4)
         axis.set_xscale("log")
         axis.set_xlabel("lag, ms (log scale): handler start - due time", fontsize=8)
         axis.set_title(panel["title"], fontsize=9, loc="left")

@@ -123,7 +123,7 @@ def render_chart(results: dict[str, Any]) -> dict[str, Any]:
 # --- the page ----------------------------------------------------------------------------------
 
 
-def _header(results: dict[str, Any], meta: dict[str, Any]) -> list[str]:
+def _header(results: dict[str, Any], meta: dict[str, Any], measured_s: float) -> list[str]:
     versions = dict(meta["versions"])
     oncely = versions.pop("oncely")
     postgres = python = platform = redis = "?"
@@ -176,7 +176,8 @@ def _header(results: dict[str, Any], meta: dict[str, Any]) -> list[str]:
             "- Resumed with `--resume`: the figures of "
             + ", ".join(f"{label} (finished {at})" for label, at in kept.items())
             + " are those an earlier run of the same command measured on the same source "
-            "(`bench/results/`); the time above is this run's alone."
+            "(`bench/results/`); the time above is this run's alone, and measuring every figure "
+            f"took {measured_s / 60:.0f} min in all."
         )
     if meta["quick"]:
         lines += [
@@ -350,10 +351,14 @@ def _lag(results: dict[str, Any], meta: dict[str, Any]) -> list[str]:
 
 def _idle(results: dict[str, Any]) -> list[str]:
     settings = _settings(results, "idle_settings")
+    # The window each run measured, not the settings: the settings merged from a peer's lag
+    # part said 60 s when the idle part had measured 30 s.
+    windows = sorted({entry["median"]["window_s"] for entry in _idle_entries(results)})
+    window = " or ".join(f"{w:g}" for w in windows) if windows else None
     size = (
         f"{settings['schedules']:,} hourly schedules of which none comes due, measured over "
-        f"{settings['seconds']:g} s after {settings['settle']:g} s of start-up"
-        if settings
+        f"{window} s after {settings['settle']:g} s of start-up"
+        if settings and window
         else "hourly schedules of which none comes due"
     )
     lines = [
@@ -396,7 +401,8 @@ def _idle(results: dict[str, Any]) -> list[str]:
             continue
         med = entry["median"]
         lines.append(
-            f"| {PEER_NAMES[peer]} | `{entry['uses']}` | PostgreSQL | {entry['insert_s']:.1f} "
+            f"| {PEER_NAMES[peer]} | `{entry['uses']}` | PostgreSQL "
+            f"| {_cell(entry['insert_s'] or None, '.1f')} "  # 0: declared in code, nothing stored
             f"| {med['startup_s']:.0f} | {med[xacts]:,.1f} | - | {med['cpu_s_per_min']:.3f} "
             f"| {med['core_percent']:.2f} "
             f"| {_ratio(reference.get('cpu_s_per_min'), med['cpu_s_per_min'])} "
@@ -422,6 +428,19 @@ def _idle(results: dict[str, Any]) -> list[str]:
             name = STORE_NAMES.get(dialect, dialect)
             lines.append(f"| {name} | {cells} | {info['ratio']:.2f} |")
     return lines + _failed(results, "burst-oncely")
+
+
+def _idle_entries(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """The idle figures of oncely on each store and of each peer that measured them."""
+    entries = []
+    for store in ("postgres", "sqlite"):
+        document = _document(results, f"worker-{store}")
+        if document is not None and store in document.get("idle", {}):
+            entries.append(document["idle"][store])
+    for peer in _peers(results):
+        if (entry := _peer_idle(results, peer)) is not None:
+            entries.append(entry)
+    return entries
 
 
 def _locks(results: dict[str, Any]) -> list[str]:
@@ -491,7 +510,7 @@ def render_page(results: dict[str, Any], outcomes: Sequence[Any], meta: dict[str
     """The markdown of ``docs/performance.md``: ``results`` by task name (parts merged),
     ``outcomes`` every command in the order it ran."""
     lines = [
-        *_header(results, meta),
+        *_header(results, meta, sum(outcome.elapsed_s for outcome in outcomes)),
         *_summary(results),
         *_burst(results),
         *_lag(results, meta),

@@ -31,7 +31,7 @@ about half the speed of the one a session before).
 says), benchmarks run side by side. Run from the project root (``make bench`` creates both
 virtualenvs first)::
 
-    .venv/bin/python bench/report.py                      # about four hours on 2 cores
+    .venv/bin/python bench/report.py                      # about 2.5 hours on 2 cores
     .venv/bin/python bench/report.py --runs 1             # one run of each: a quick look
     .venv/bin/python bench/report.py --quick --out /tmp/performance.md
     .venv/bin/python bench/report.py --resume             # go on where a stopped run stopped
