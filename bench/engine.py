@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -59,27 +59,21 @@ def run_burst(
     module = load(SUBJECT)
     document: dict[str, Any] = {}
     for store in stores:
-        with ExitStack() as stack:
-            # SQLite: a new file per run, enqueued each time (seconds); PostgreSQL: a copy of
-            # one database enqueued once (app.defer one transaction per job took 55 s a run).
-            target = sqlite_file if store == "sqlite" else None
-            template = (
-                None
-                if store == "sqlite"
-                else stack.enter_context(harness.enqueued(SUBJECT, module, server, jobs))
-            )
+        # SQLite: a new file per run, enqueued each time (seconds); PostgreSQL: a copy of
+        # one database enqueued once (app.defer one transaction per job took 55 s a run).
+        target = sqlite_file if store == "sqlite" else None
+        enqueue: AbstractContextManager[harness.Enqueued | None] = (
+            nullcontext() if store == "sqlite" else harness.enqueued(SUBJECT, module, server, jobs)
+        )
+        with enqueue as template:
             document[store] = {
                 str(count): run_series(
                     f"oncely {store}", SUBJECT, module, server, jobs, count, runs,
-                    default_timeout(jobs), _say, template=template, target=target,
+                    default_timeout(jobs), harness.say, template=template, target=target,
                 )
                 for count in workers
             }  # fmt: skip
     return document
-
-
-def _say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def run_peer_bench(jobs: int, workers: list[int], runs: int, server: str) -> dict[str, Any]:

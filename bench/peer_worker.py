@@ -247,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--seconds must leave at least one second between the two margins")
     out: TextIO = sys.stderr if args.json == "-" else sys.stdout
     started = time.perf_counter()
-    document = run_peer_worker(args, lambda message: print(message, file=sys.stderr, flush=True))
+    document = run_peer_worker(args, harness.say)
     document["elapsed_s"] = round(time.perf_counter() - started, 1)
     print(format_tables(document), file=out)
     print(f"elapsed: {document['elapsed_s']:.0f} s", file=out)

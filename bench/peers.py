@@ -260,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.peers,
         server=args.server,
         timeout=args.timeout,
-        progress=lambda message: print(message, file=sys.stderr, flush=True),
+        progress=harness.say,
     )
     document["elapsed_s"] = round(time.perf_counter() - started, 1)
     print(format_table(document), file=table_out)

@@ -62,6 +62,7 @@ _BENCH_DIR = Path(__file__).resolve().parent
 if str(_BENCH_DIR) not in sys.path:
     sys.path.insert(0, str(_BENCH_DIR))
 
+from _peers.harness import say  # noqa: E402
 from _report_page import render_chart, render_page  # noqa: E402
 
 ROOT = _BENCH_DIR.parent
@@ -203,14 +204,6 @@ def merge(outcomes: Sequence[Outcome]) -> dict[str, Outcome]:
     return merged
 
 
-_print_lock = threading.Lock()
-
-
-def _say(message: str) -> None:
-    with _print_lock:
-        print(message, file=sys.stderr, flush=True)
-
-
 #: Bench files that only make the page from the outcomes: changing them measures nothing anew.
 PAGE_FILES = ("report.py", "_report_page.py", "_lag_chart.py")
 
@@ -278,7 +271,7 @@ def run_task(
     progress lines to stderr. A success is saved in ``results``; with ``resume``, an outcome
     already saved there by the same command on the same source is used instead."""
     if resume and results and (found := saved_outcome(task, results, source)) is not None:
-        _say(f"[{task.label}] measured earlier ({found.kept_from}): {task.shown()}")
+        say(f"[{task.label}] measured earlier ({found.kept_from}): {task.shown()}")
         return found
     outcome = Outcome(task)
     started = time.perf_counter()
@@ -289,7 +282,7 @@ def run_task(
         outcome.load.append(os.getloadavg()[0])
         json_path = scratch / f"{task.label}.json"
         json_path.unlink(missing_ok=True)
-        _say(f"[{task.label}] {task.shown()}" + (f" (attempt {attempt})" if attempt > 1 else ""))
+        say(f"[{task.label}] {task.shown()}" + (f" (attempt {attempt})" if attempt > 1 else ""))
         proc = subprocess.Popen(
             task.command(json_path), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True,
@@ -299,7 +292,7 @@ def run_task(
         def relay(stream: Any, sink: list[str] = stderr_lines, name: str = task.label) -> None:
             for line in stream:
                 sink.append(line)
-                _say(f"[{name}] {line.rstrip()}")
+                say(f"[{name}] {line.rstrip()}")
 
         relayer = threading.Thread(target=relay, args=(proc.stderr,), daemon=True)
         relayer.start()
@@ -317,7 +310,7 @@ def run_task(
             break
         tail = (stdout.splitlines() + [line.rstrip() for line in stderr_lines])[-TAIL_LINES:]
         outcome.error = f"exit status {proc.returncode}:\n" + "\n".join(tail)
-        _say(f"[{task.label}] FAILED ({outcome.error.splitlines()[0]})")
+        say(f"[{task.label}] FAILED ({outcome.error.splitlines()[0]})")
     outcome.elapsed_s = round(time.perf_counter() - started, 1)
     if results is not None and outcome.error is None:
         save_outcome(outcome, results, source)
@@ -440,9 +433,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         meta["chart_error"] = drawn.stderr.strip()[-500:] if drawn.returncode else None
     args.out.write_text(render_page(merged, outcomes, meta))
     failed = [o.task.label for o in outcomes if o.error] + (["chart"] if drawn.returncode else [])
-    _say(f"wrote {args.out} and {chart} in {meta['elapsed_s']:.0f} s")
+    say(f"wrote {args.out} and {chart} in {meta['elapsed_s']:.0f} s")
     if failed:
-        _say(f"failed: {', '.join(failed)} (their sections say why)")
+        say(f"failed: {', '.join(failed)} (their sections say why)")
     return 1 if failed else 0
 
 

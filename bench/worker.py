@@ -103,7 +103,7 @@ def run_lag_all(args: argparse.Namespace, mode: str) -> dict[str, Any]:
         for run in range(1, args.runs + 1):
             result = run_lag(store, args.server, **options)
             raw.append(result)
-            _say(
+            harness.say(
                 f"lag {mode} {store:>8} w={workers} run {run}/{args.runs}: "
                 f"p50 {result['p50_ms']} ms "
                 f"p99 {result['p99_ms']} ms max {result['max_ms']} ms ran {result['ran']}/"
@@ -112,7 +112,7 @@ def run_lag_all(args: argparse.Namespace, mode: str) -> dict[str, Any]:
         entry: dict[str, Any] = {"runs": raw, "median": median_figures(raw)}
         if args.profile:
             entry["profiled"] = run_lag(store, args.server, **options, profile=True)
-            _say(f"lag {mode} {store:>8} profiled run: p99 {entry['profiled']['p99_ms']} ms")
+            harness.say(f"lag {mode} {store:>8} profiled run: p99 {entry['profiled']['p99_ms']} ms")
         document[store] = entry
     return document
 
@@ -121,23 +121,19 @@ def run_idle_all(args: argparse.Namespace) -> dict[str, Any]:
     """The idle figures of every store: the insert, every run, and the medians."""
     document: dict[str, Any] = {}
     for store in args.stores:
-        _say(f"idle {store:>8}: saving {args.idle_schedules:,} schedules with app.schedule")
+        harness.say(f"idle {store:>8}: saving {args.idle_schedules:,} schedules with app.schedule")
         result = run_idle_cost(
             store, args.server, schedules=args.idle_schedules, seconds=args.idle_seconds,
             settle=args.idle_settle, runs=args.runs, concurrency=args.concurrency,
         )  # fmt: skip
         for run, figures in enumerate(result["runs"], 1):
-            _say(
+            harness.say(
                 f"idle {store:>8} run {run}/{args.runs}: {figures['store_queries_per_min']} "
                 f"queries/min, {figures['cpu_s_per_min']} CPU-s/min"
             )
         result["median"] = median_figures(result["runs"])
         document[store] = result
     return document
-
-
-def _say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def _cell(value: Any, spec: str = "") -> str:

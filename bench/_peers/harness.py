@@ -32,6 +32,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -56,6 +57,13 @@ STOP_S = 5.0
 ADMIN_WAIT_S = 120.0
 
 _record_fd: int | None = None
+_say_lock = threading.Lock()
+
+
+def say(message: str) -> None:
+    """Print one line of progress to stderr (whole lines, when threads say things at once)."""
+    with _say_lock:
+        print(message, file=sys.stderr, flush=True)
 
 
 # --- worker side -------------------------------------------------------------------------------
@@ -317,10 +325,7 @@ def enqueued(name: str, peer: PeerModule, server: str, jobs: int) -> Iterator[En
     recreate_database(server, database)
     try:
         dsn = dsn_for(server, database)
-        asyncio.run(peer.install(dsn))
-        started = time.perf_counter()
-        asyncio.run(peer.enqueue(dsn, jobs))
-        enqueue_s = time.perf_counter() - started
+        enqueue_s = _install_and_enqueue(peer, dsn, jobs)
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute("VACUUM ANALYZE")
         yield Enqueued(database, jobs, round(enqueue_s, 4))
@@ -350,24 +355,21 @@ def run_once(
         with postgres_database(server, name, template.database) as dsn:
             return _run_in(name, peer, dsn, jobs, workers, timeout, template.enqueue_s)
     with (target or (lambda: postgres_database(server, name)))() as dsn:
-        return _run_in(name, peer, dsn, jobs, workers, timeout)
+        enqueue_s = _install_and_enqueue(peer, dsn, jobs)
+        return _run_in(name, peer, dsn, jobs, workers, timeout, enqueue_s)
+
+
+def _install_and_enqueue(peer: PeerModule, dsn: str, jobs: int) -> float:
+    """Install ``peer``'s schema in ``dsn`` and enqueue ``jobs``; the seconds enqueueing took."""
+    asyncio.run(peer.install(dsn))
+    started = time.perf_counter()
+    asyncio.run(peer.enqueue(dsn, jobs))
+    return time.perf_counter() - started
 
 
 def _run_in(
-    name: str,
-    peer: PeerModule,
-    dsn: str,
-    jobs: int,
-    workers: int,
-    timeout: float,
-    enqueue_s: float | None = None,
+    name: str, peer: PeerModule, dsn: str, jobs: int, workers: int, timeout: float, enqueue_s: float
 ) -> RunResult:
-    if enqueue_s is None:
-        asyncio.run(peer.install(dsn))
-        started = time.perf_counter()
-        asyncio.run(peer.enqueue(dsn, jobs))
-        enqueue_s = time.perf_counter() - started
-
     with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as tmpdir:
         procs, records, logs = start_workers(name, dsn, workers, Path(tmpdir))
         reader: RecordReader | None = None

@@ -8,7 +8,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from oncely.model import NO_TENANT, Claim, Overlap, Planned
+from oncely.model import Claim, Overlap, Planned
+from oncely.store.records import tenant_of
 
 OVERLAP_SKIP_REASON = "overlap: the previous occurrence had not finished (overlap='skip')"
 
@@ -46,11 +47,10 @@ def admit(
 
 def claim(values: Mapping[str, Any], reclaimed: Collection[int]) -> Claim:
     """Map one ``select_claimed`` row, with Python types, to a `Claim`."""
-    tenant = values["tenant"]
     return Claim(
         occurrence_id=values["id"],
         schedule_id=values["schedule_id"],
-        tenant=None if tenant == NO_TENANT else tenant,
+        tenant=tenant_of(values["tenant"]),
         key=values["key"],
         job=values["job"],
         payload=values["payload"],

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from oncely.model import NO_TENANT, Lease, Reclaimed, Sweep
+from oncely.model import Lease, Reclaimed, Sweep
+from oncely.store.records import tenant_of
 
 # A released lease expires at the epoch: free for any `now`, and told apart from one that simply
 # ran out, which its holder may still renew.
@@ -38,10 +39,9 @@ def reclaim(values: Mapping[str, Any], budget: int, now: datetime) -> Reclaim:
         status, error = "retrying", lost
     else:
         status, error = "failed", f"{lost} and that was the last of {budget} attempts"
-    tenant = values["tenant"]
     report = Reclaimed(
         key=values["key"],
-        tenant=None if tenant == NO_TENANT else tenant,
+        tenant=tenant_of(values["tenant"]),
         scheduled_for=values["scheduled_for"].astimezone(UTC),
         owner=owner,
         attempts=attempts,

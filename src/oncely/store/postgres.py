@@ -430,7 +430,7 @@ class PostgresStore(Store):
         ]
         if not candidates:
             return []
-        schedule_ids = sorted({c.schedule_id for c in candidates})
+        schedule_ids = _bigint_array(sorted({c.schedule_id for c in candidates}))
         connection.execute(self._sql["lock_schedules"], {"ids": schedule_ids}).fetchall()
         busy: set[int] = set()
         if any(c.job in serial_jobs for c in candidates):
@@ -445,7 +445,7 @@ class PostgresStore(Store):
             connection.execute(
                 self._sql["skip_overlapped"],
                 {
-                    "ids": [c.occurrence_id for c in overlapped],
+                    "ids": _bigint_array(c.occurrence_id for c in overlapped),
                     "reason": claiming.OVERLAP_SKIP_REASON,
                     "now": now,
                 },
@@ -453,11 +453,9 @@ class PostgresStore(Store):
         admitted = claiming.admit(candidates, serial_jobs, busy, limit)
         if not admitted:
             return []
-        fences = [
-            row["fence"]
-            for row in connection.execute(self._sql["take_fences"], {"count": len(admitted)})
-        ]
-        ids = [c.occurrence_id for c in admitted]
+        taken = connection.execute(self._sql["take_fences"], {"count": len(admitted)})
+        fences = _bigint_array(row["fence"] for row in taken)
+        ids = _bigint_array(c.occurrence_id for c in admitted)
         connection.execute(
             self._sql["start_attempts"],
             {"ids": ids, "fences": fences, "owner": owner, "until": until, "now": now},
@@ -539,7 +537,7 @@ class PostgresStore(Store):
         done = [c for c in claims if c.occurrence_id in booked]
         streaks = sorted({c.schedule_id for c in done if c.failure_streak})
         if streaks:
-            connection.execute(self._sql["reset_failures"], {"ids": streaks})
+            connection.execute(self._sql["reset_failures"], {"ids": _bigint_array(streaks)})
         return done
 
     def book_skipped(self, claim: Claim, now: datetime, reason: str) -> bool:

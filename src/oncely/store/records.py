@@ -150,7 +150,6 @@ def schedule(values: Mapping[str, Any]) -> Schedule:
         trigger = trigger_from_spec(values["trigger_spec"], schedule=values["key"])
     except InvalidSchedule as exc:
         trigger, status, reason = None, "invalid", str(exc)
-    tenant = values["tenant"]
     next_run_at = _utc(values["next_run_at"])
     return Schedule(
         key=values["key"],
@@ -159,7 +158,7 @@ def schedule(values: Mapping[str, Any]) -> Schedule:
         next_run_at=next_run_at if status == "active" else None,
         paused=bool(values["paused"]),
         status=status,
-        tenant=tenant_of(tenant),
+        tenant=tenant_of(values["tenant"]),
         payload=values["payload"],
         origin=cast(ScheduleOrigin, values["origin"]),
         status_reason=reason,
@@ -209,7 +208,6 @@ def occurrence_params(
 
 def occurrence(values: Mapping[str, Any]) -> Occurrence:
     """Map one history row, with Python types, to an `Occurrence`."""
-    tenant = values["tenant"]
     wall = values["local_wall"]
     return Occurrence(
         key=values["key"],
@@ -220,7 +218,7 @@ def occurrence(values: Mapping[str, Any]) -> Occurrence:
         finished_at=_utc(values["finished_at"]),
         worker=values["worker"],
         error=values["error"],
-        tenant=tenant_of(tenant),
+        tenant=tenant_of(values["tenant"]),
         reason=values["reason"],
         local_wall=None if wall is None else datetime.fromisoformat(wall),
         fold=values["fold"],
@@ -234,10 +232,9 @@ def occurrence(values: Mapping[str, Any]) -> Occurrence:
 
 def abandoned(values: Mapping[str, Any]) -> Abandoned:
     """Map one ``expired_of_jobs`` row, with Python types, to an `Abandoned`."""
-    tenant = values["tenant"]
     return Abandoned(
         key=values["key"],
-        tenant=tenant_of(tenant),
+        tenant=tenant_of(values["tenant"]),
         scheduled_for=values["scheduled_for"].astimezone(UTC),
         owner=values["lease_owner"],
         attempts=values["attempts"],
