@@ -56,6 +56,17 @@ def test_materialise_records_occurrences_and_moves_the_next_run(store: Store) ->
     assert store.next_due_at() == at(0)  # the pending occurrence, before the schedule's next run
 
 
+def test_next_due_after_a_time_counts_only_later_times(store: Store) -> None:
+    schedule(store)
+    store.materialise(
+        None, "sync", planned(0, 1), expected_next_run_at=at(0), next_run_at=at(2), now=NOW
+    )
+    assert store.next_due_at(after=at(0)) == at(1)  # the later occurrence
+    assert store.next_due_at(after=at(1)) == at(2)  # the schedule's next run
+    assert store.next_due_at(["sync"], after=at(2)) is None
+    assert store.next_due_at() == at(0)
+
+
 def test_a_stale_expected_next_run_writes_nothing(store: Store) -> None:
     schedule(store)
     store.materialise(

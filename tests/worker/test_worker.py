@@ -347,3 +347,82 @@ def test_a_claim_whose_lease_ran_out_while_it_waited_is_not_started(
     assert "its lease ran out while it waited for a handler slot" in caplog.text
     assert [c.key for c in app._the_engine().claim(5)] == ["r1"]  # free for any worker
     app.close()
+
+
+def test_claims_taken_ahead_start_on_time_while_the_next_due_time_is_prepared(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lesson from the lag benchmark: a prepare slower than two thirds of the gap between due
+    times made the lead longer than the gap, so the next second's prepare held the loop when
+    this second's claims came due, and they started only once it was over."""
+    from oncely.engine import Engine, TickReport
+
+    app = oncely.App(url)
+    started: list[tuple[float, float]] = []  # (scheduled_for, start), epoch seconds
+    prepares: list[tuple[float, float, float]] = []  # ahead prepares: (start, end, ahead_to)
+    slow_prepare = Engine.prepare
+
+    def prepare(engine: Engine, report: TickReport, *, ahead_to: datetime | None = None) -> None:
+        began = time.time()
+        slow_prepare(engine, report, ahead_to=ahead_to)
+        if ahead_to is not None:
+            time.sleep(0.7)  # the lead becomes 1.5 x 0.7 s: longer than the 1 s gap
+            prepares.append((began, time.time(), ahead_to.timestamp()))
+
+    monkeypatch.setattr(Engine, "prepare", prepare)
+
+    @app.job()
+    def tick(run: oncely.Run) -> None:
+        started.append((run.scheduled_for.timestamp(), time.time()))
+
+    app.schedule(tick, oncely.every(seconds=1), key="t")
+    with serving(app):
+        eventually(lambda: len(prepares) >= 8, timeout=30, what="eight ahead prepares")
+    waited = [
+        (due, start, (began, end, to))
+        for due, start in started
+        for began, end, to in prepares
+        if began < due <= end and to > due and start >= end
+    ]
+    assert len(started) >= 3
+    assert waited == []
+    app.close()
+
+
+def test_the_lead_grows_at_once_and_shrinks_slowly() -> None:
+    """Lesson from the lag benchmark: the lead was the last prepare's time, so one quick prepare
+    cut it to milliseconds and the next second's rows, written after all, came late."""
+    from oncely.worker.loop import _LEAD_MAX, _LEAD_MIN, _Lead
+
+    lead = _Lead()
+    assert lead.seconds == _LEAD_MIN
+    lead.learn(0.5)
+    assert lead.seconds == pytest.approx(0.75)
+    lead.learn(0.001)
+    assert lead.seconds == pytest.approx(0.675)
+    for _ in range(100):
+        lead.learn(0.001)
+    assert lead.seconds == _LEAD_MIN
+    lead.learn(60.0)
+    assert lead.seconds == _LEAD_MAX
+
+
+def test_waiting_out_what_it_cannot_claim_a_worker_still_wakes_for_the_next_due_time(
+    url: str,
+) -> None:
+    """Lesson from the lag benchmark: a worker that found an occurrence due but not its to claim
+    slept five seconds, blind to the schedules due every second meanwhile."""
+    from oncely.testing import Clock
+
+    clock = Clock(_now())
+    app = oncely.App(url, clock=clock)
+
+    @app.job()
+    def remind(run: oncely.Run) -> None:
+        pass
+
+    app.defer(remind, at=clock(), key="due-now")  # due; say another worker's to start
+    app.defer(remind, at=clock() + timedelta(seconds=1), key="next")
+    worker = Worker(app)
+    assert worker._next_due(clock()) == clock() + timedelta(seconds=1)
+    app.close()

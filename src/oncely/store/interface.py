@@ -288,11 +288,13 @@ class Store(ABC):
         """
 
     @abstractmethod
-    def next_due_at(self, jobs: Collection[str] | None = None) -> datetime | None:
+    def next_due_at(
+        self, jobs: Collection[str] | None = None, *, after: datetime | None = None
+    ) -> datetime | None:
         """Return when something of ``jobs`` (None: any job) next comes due: the earliest next
         run of an active, unpaused schedule, or the earliest ``run_after`` of a pending or
         retrying occurrence a claim could take (its schedule neither paused nor removed); None
-        when there is neither.
+        when there is neither. With ``after``, only times later than it count.
         """
 
     @abstractmethod

@@ -579,8 +579,10 @@ class PostgresStore(Store):
         with self._connect() as connection:
             yield connection
 
-    def next_due_at(self, jobs: Collection[str] | None = None) -> datetime | None:
-        params = {"jobs": None if jobs is None else sorted(jobs)}
+    def next_due_at(
+        self, jobs: Collection[str] | None = None, *, after: datetime | None = None
+    ) -> datetime | None:
+        params = {"jobs": None if jobs is None else sorted(jobs), "after": after}
         with self._connect() as connection:
             schedule = connection.execute(self._sql["next_schedule_due"], params).fetchone()
             occurrence = connection.execute(self._sql["next_occurrence_due"], params).fetchone()

@@ -550,8 +550,13 @@ class SqliteStore(Store):
                 self._opened.remove(connection)
             connection.close()
 
-    def next_due_at(self, jobs: Collection[str] | None = None) -> datetime | None:
-        params = {"jobs": None if jobs is None else json.dumps(sorted(jobs))}
+    def next_due_at(
+        self, jobs: Collection[str] | None = None, *, after: datetime | None = None
+    ) -> datetime | None:
+        params = {
+            "jobs": None if jobs is None else json.dumps(sorted(jobs)),
+            "after": None if after is None else to_micros(after),
+        }
         with self._connect() as connection:
             schedule = connection.execute(self._sql["next_schedule_due"], params).fetchone()[0]
             found = connection.execute(self._sql["next_occurrence_due"], params).fetchone()

@@ -103,10 +103,11 @@ VALUES
 ON CONFLICT (schedule_id, scheduled_for) DO NOTHING;
 
 -- name: next_schedule_due
--- jobs NULL: any job.
+-- jobs NULL: any job; after NULL: any time.
 SELECT min(next_run_at) FROM oncely_schedules
 WHERE status = 'active' AND NOT paused AND next_run_at IS NOT NULL
-  AND (%(jobs)s::text[] IS NULL OR job = ANY(%(jobs)s::text[]));
+  AND (%(jobs)s::text[] IS NULL OR job = ANY(%(jobs)s::text[]))
+  AND (%(after)s::timestamptz IS NULL OR next_run_at > %(after)s::timestamptz);
 
 -- name: next_occurrence_due
 -- The earliest time a waiting or retrying occurrence may be claimed (the other half of the
@@ -117,6 +118,7 @@ SELECT o.run_after AS min
 FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.status IN ('pending', 'retrying') AND NOT s.paused AND s.status <> 'removed'
   AND (%(jobs)s::text[] IS NULL OR s.job = ANY(%(jobs)s::text[]))
+  AND (%(after)s::timestamptz IS NULL OR o.run_after > %(after)s::timestamptz)
 ORDER BY o.run_after, o.id
 LIMIT 1;
 

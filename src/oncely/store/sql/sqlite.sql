@@ -102,10 +102,11 @@ VALUES
 ON CONFLICT (schedule_id, scheduled_for) DO NOTHING;
 
 -- name: next_schedule_due
--- jobs NULL: any job.
+-- jobs NULL: any job; after NULL: any time.
 SELECT min(next_run_at) FROM oncely_schedules
 WHERE status = 'active' AND paused = 0 AND next_run_at IS NOT NULL
-  AND (:jobs IS NULL OR job IN (SELECT value FROM json_each(:jobs)));
+  AND (:jobs IS NULL OR job IN (SELECT value FROM json_each(:jobs)))
+  AND (:after IS NULL OR next_run_at > :after);
 
 -- name: next_occurrence_due
 -- The earliest time a waiting or retrying occurrence may be claimed (the other half of the
@@ -115,6 +116,7 @@ SELECT o.run_after
 FROM oncely_occurrences o CROSS JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.status IN ('pending', 'retrying') AND s.paused = 0 AND s.status <> 'removed'
   AND (:jobs IS NULL OR s.job IN (SELECT value FROM json_each(:jobs)))
+  AND (:after IS NULL OR o.run_after > :after)
 ORDER BY o.run_after, o.id
 LIMIT 1;
 
