@@ -426,3 +426,32 @@ def test_waiting_out_what_it_cannot_claim_a_worker_still_wakes_for_the_next_due_
     worker = Worker(app)
     assert worker._next_due(clock()) == clock() + timedelta(seconds=1)
     app.close()
+
+
+def test_a_wake_up_after_a_sleep_ends_the_next_sleep_too() -> None:
+    from oncely.worker.loop import _Wake
+
+    wake = _Wake()
+    for _ in range(3):
+        wake.set()
+        wake.set()  # a second one before the sleep adds nothing
+        began = time.monotonic()
+        wake.wait(5.0)
+        assert time.monotonic() - began < 1.0
+    began = time.monotonic()
+    wake.wait(0.2)  # nothing set since: it sleeps the whole timeout
+    assert time.monotonic() - began >= 0.2
+
+
+def test_a_wake_up_from_another_thread_ends_a_sleep_at_once() -> None:
+    from oncely.worker.loop import _Wake
+
+    wake = _Wake()
+    wake.set()
+    wake.wait(0)  # as the loop does between two cycles
+    setter = threading.Timer(0.1, wake.set)
+    setter.start()
+    began = time.monotonic()
+    wake.wait(5.0)
+    setter.join()
+    assert time.monotonic() - began < 1.0
