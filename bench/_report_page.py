@@ -69,6 +69,11 @@ def _peer_lag(results: dict[str, Any], peer: str) -> dict[str, Any] | None:
     return None if document is None else document.get("lag", {}).get(peer)
 
 
+def _oncely_idle(results: dict[str, Any], store: str) -> dict[str, Any] | None:
+    document = _document(results, f"worker-{store}")
+    return None if document is None else document.get("idle", {}).get(store)
+
+
 def _peer_idle(results: dict[str, Any], peer: str) -> dict[str, Any] | None:
     document = _document(results, f"worker-{peer}")
     return None if document is None else document.get("idle", {}).get(peer)
@@ -210,7 +215,7 @@ def _summary(results: dict[str, Any]) -> list[str]:
             mine = rows.get(("oncely", "postgres"), {}).get(field)
             others = {peer: rows.get((peer, "postgres"), {}).get(field) for peer in peers}
             figures.append((f"lag {field[:3]}, {title}, ms", mine, others, ",.1f"))
-    reference = (_document(results, "worker-postgres") or {}).get("idle", {}).get("postgres")
+    reference = _oncely_idle(results, "postgres")
     for field, title, spec in (
         ("cpu_s_per_min", "idle, CPU s/min", ".3f"),
         ("pg_transactions_per_min", "idle, transactions/min", ",.1f"),
@@ -381,8 +386,7 @@ def _idle(results: dict[str, Any]) -> list[str]:
     reference: dict[str, Any] = {}
     settle = f"{settings['settle']:g}" if settings else "-"
     for store in ("postgres", "sqlite"):
-        document = _document(results, f"worker-{store}")
-        entry = None if document is None else document.get("idle", {}).get(store)
+        entry = _oncely_idle(results, store)
         if entry is None:
             continue
         med = entry["median"]
@@ -432,15 +436,11 @@ def _idle(results: dict[str, Any]) -> list[str]:
 
 def _idle_entries(results: dict[str, Any]) -> list[dict[str, Any]]:
     """The idle figures of oncely on each store and of each peer that measured them."""
-    entries = []
-    for store in ("postgres", "sqlite"):
-        document = _document(results, f"worker-{store}")
-        if document is not None and store in document.get("idle", {}):
-            entries.append(document["idle"][store])
-    for peer in _peers(results):
-        if (entry := _peer_idle(results, peer)) is not None:
-            entries.append(entry)
-    return entries
+    found = [
+        *(_oncely_idle(results, store) for store in ("postgres", "sqlite")),
+        *(_peer_idle(results, peer) for peer in _peers(results)),
+    ]
+    return [entry for entry in found if entry is not None]
 
 
 def _locks(results: dict[str, Any]) -> list[str]:

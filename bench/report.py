@@ -133,7 +133,7 @@ class Outcome:
 
 
 def plan(
-    runs: int, quick: bool, peers: Sequence[str], lag_seconds: float, idle_seconds: float = 30.0
+    runs: int, quick: bool, peers: Sequence[str], lag_seconds: float, idle_seconds: float
 ) -> list[Task]:
     """The tasks of one report, in the order they run.
 
@@ -419,7 +419,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             "command": command, "via": args.via, "date": started_at.isoformat(timespec="seconds"),
             "elapsed_s": round(time.perf_counter() - started, 1), "runs": args.runs,
             "quick": args.quick, "versions": _versions(), "cpus": os.cpu_count(),
-            "lag_seconds": args.lag_seconds, "idle_seconds": args.idle_seconds,
             "chart": os.path.relpath(chart, args.out.parent),
             "kept": {o.task.label: o.kept_from for o in outcomes if o.kept_from},
         }  # fmt: skip
