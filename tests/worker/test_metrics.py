@@ -25,7 +25,7 @@ def test_render_has_every_family_with_its_labels() -> None:
     metrics.tick(0.04)
     metrics.tick_failed()
     metrics.reclaimed(3)
-    metrics.in_flight(4)
+    metrics.in_flight_from(lambda: 4)
 
     text = metrics.render().decode()
     for family, kind in [

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 import time
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from _serving import eventually, serving
@@ -217,6 +219,25 @@ def test_postgres_notify_wakes_a_sleeping_worker_at_once(postgres_url: str) -> N
     app.close()
 
 
+def test_handler_threads_wait_for_the_next_claims_and_end_with_the_worker(url: str) -> None:
+    app = oncely.App(url)
+    threads: list[threading.Thread] = []
+
+    @app.job(overlap="allow")
+    def note(run: oncely.Run) -> None:
+        threads.append(threading.current_thread())
+
+    with serving(app, concurrency=1, wake_cap=0.2):  # SQLite has no NOTIFY to wake it
+        app.defer(note, at=_now(), key="first")
+        eventually(lambda: len(threads) == 1, what="the first occurrence")
+        app.defer(note, at=_now(), key="second")
+        eventually(lambda: len(threads) == 2, what="the second occurrence")
+    assert threads[0] is threads[1]
+    threads[0].join(timeout=5)
+    assert not threads[0].is_alive()
+    app.close()
+
+
 def test_stopping_gives_back_claims_that_never_started(url: str) -> None:
     app = oncely.App(url)
     started = threading.Event()
@@ -232,6 +253,7 @@ def test_stopping_gives_back_claims_that_never_started(url: str) -> None:
         eventually(started.is_set, what="the first handler")
         eventually(lambda: {_status(app, "s0"), _status(app, "s1")} == {"running"})
         assert worker.in_flight == 1
+        assert b"\noncely_in_flight 1.0\n" in worker.metrics.render()
     statuses = sorted(
         (_status(app, f"s{n}"), app.history(key=f"s{n}")[0].attempts) for n in range(2)
     )
@@ -389,6 +411,45 @@ def test_claims_taken_ahead_start_on_time_while_the_next_due_time_is_prepared(
     app.close()
 
 
+def test_a_backlog_is_claimed_cycle_after_cycle_without_preparing_again(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lesson from the burst benchmark: counting the waiting backlog as due made every cycle of
+    a drain prepare again (materialise and the wake-up queries): a third of the loop's time."""
+    from oncely.engine import Engine, TickReport
+    from oncely.worker import loop
+
+    app = oncely.App(url)
+    prepares, claims = [0], [0]
+    prepare, claim = Engine.prepare, Engine.claim
+
+    def counted_prepare(engine: Engine, report: TickReport, **kwargs: Any) -> None:
+        prepares[0] += 1
+        prepare(engine, report, **kwargs)
+
+    def counted_claim(engine: Engine, limit: int, **kwargs: Any) -> list[Any]:
+        claims[0] += 1
+        return claim(engine, limit, **kwargs)
+
+    monkeypatch.setattr(Engine, "prepare", counted_prepare)
+    monkeypatch.setattr(Engine, "claim", counted_claim)
+    # Five claims at a time (one handler, four waiting): the backlog outlasts twenty claims.
+    monkeypatch.setattr(loop, "_PREFETCH_MAX", 4)
+    done: list[int] = []
+
+    @app.job(overlap="allow")
+    def item(run: oncely.Run) -> None:
+        done.append(run.payload)
+
+    for n in range(100):
+        app.defer(item, at=_now(), key=f"i{n}", payload=n)
+    with serving(app, concurrency=1):
+        eventually(lambda: len(done) == 100, what="the backlog")
+    assert claims[0] >= 20
+    assert prepares[0] <= 3
+    app.close()
+
+
 def test_the_lead_grows_at_once_and_shrinks_slowly() -> None:
     """Lesson from the lag benchmark: the lead was the last prepare's time, so one quick prepare
     cut it to milliseconds and the next second's rows, written after all, came late."""
@@ -441,6 +502,32 @@ def test_a_wake_up_after_a_sleep_ends_the_next_sleep_too() -> None:
     began = time.monotonic()
     wake.wait(0.2)  # nothing set since: it sleeps the whole timeout
     assert time.monotonic() - began >= 0.2
+
+
+def test_a_wake_up_set_while_the_pipe_drains_is_not_lost(monkeypatch: pytest.MonkeyPatch) -> None:
+    from oncely.worker import loop
+    from oncely.worker.loop import _Wake
+
+    wake = _Wake()
+    wake.set()
+    read = os.read
+    reads = 0
+
+    def read_with_a_handler_finishing(fd: int, n: int) -> bytes:
+        # A handler thread finishes between two reads of the drain.
+        nonlocal reads
+        reads += 1
+        if reads == 1:
+            wake.set()
+        return read(fd, n)
+
+    monkeypatch.setattr(loop.os, "read", read_with_a_handler_finishing)
+    wake.wait(0)
+    monkeypatch.setattr(loop.os, "read", read)
+    wake.set()  # the next handler to finish
+    began = time.monotonic()
+    wake.wait(5.0)
+    assert time.monotonic() - began < 1.0
 
 
 def test_a_wake_up_from_another_thread_ends_a_sleep_at_once() -> None:

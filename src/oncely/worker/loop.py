@@ -83,6 +83,8 @@ class _Shared:
     """What handler threads and the loop share, under ``lock``."""
 
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # Notified when claims are added to ``ready``, and when the worker stops.
+    work: threading.Condition = field(init=False)
     ready: deque[_Held] = field(default_factory=deque)
     running: dict[int, _Held] = field(default_factory=dict)
     started_at: dict[int, float] = field(default_factory=dict)
@@ -90,6 +92,9 @@ class _Shared:
     threads: int = 0
     # Running average of how long one handler takes, in seconds (None: none finished yet).
     duration: float | None = None
+
+    def __post_init__(self) -> None:
+        self.work = threading.Condition(self.lock)
 
 
 class Worker:
@@ -135,6 +140,7 @@ class Worker:
         self._http_address = http
         self._server: HttpServer | None = None
         self._shared = _Shared()
+        self.metrics.in_flight_from(lambda: len(self._shared.running))
         # Claims taken just ahead of their time, started by the loop when it comes.
         self._early: list[_Held] = []
         self._unbooked: list[Finished] = []
@@ -210,6 +216,8 @@ class Worker:
                 raise ConfigurationError(f"drain_timeout={drain_timeout!r}: give 0 seconds or more")
             self.drain_timeout = drain_timeout
         self._stopping = True
+        with self._shared.work:
+            self._shared.work.notify_all()
         self._wake.set()
 
     @property
@@ -368,10 +376,16 @@ class Worker:
         self.engine.reconciler.check()
 
     def _next_due(self, now: datetime) -> datetime:
+        if self._more_waiting:
+            # What is due now is claimed cycle after cycle anyway; counting it as due made every
+            # cycle of a burst prepare again (materialise, the wake-up queries): a third of the
+            # loop's time.
+            later = self.store.next_due_at(self.engine.jobs, after=now)
+            return now + timedelta(seconds=self.wake_cap) if later is None else later
         due = self.store.next_due_at(self.engine.jobs)
         if due is None:
             return now + timedelta(seconds=self.wake_cap)
-        if due <= now and not self._more_waiting:
+        if due <= now:
             # Not blind to what comes due later meanwhile: waiting the whole pause out left the
             # next seconds of 2,500 schedules to the other worker alone, 4 seconds in 5.
             later = self.store.next_due_at(self.engine.jobs, after=now)
@@ -481,28 +495,35 @@ class Worker:
         self._dispatch()
 
     def _dispatch(self) -> None:
+        """Wake idle handler threads for the waiting claims; start more, up to concurrency."""
         shared = self._shared
-        with shared.lock:
+        with shared.work:
+            if not shared.ready:
+                return
+            shared.work.notify(len(shared.ready))
             start = min(self.concurrency - shared.threads, len(shared.ready))
-            shared.threads += start
-        # Daemon threads: a handler still running after the drain timeout must not keep the
-        # process from exiting (a pool's threads are joined at interpreter exit).
+            shared.threads += max(start, 0)
+        # Threads stay, waiting for work, until the worker stops: starting one per burst made
+        # the loop wait for each to be scheduled, a tenth of a burst's loop time. Daemon
+        # threads: a handler still running after the drain timeout must not keep the process
+        # from exiting (a pool's threads are joined at interpreter exit).
         for _ in range(start):
             threading.Thread(target=self._handle, name="oncely-handler", daemon=True).start()
 
     def _handle(self) -> None:
-        """A handler thread: run waiting claims one after another until none is left."""
+        """A handler thread: run waiting claims one after another, and wait for more."""
         shared = self._shared
         try:
-            while not self._stopping:
-                with shared.lock:
-                    if not shared.ready:
+            while True:
+                with shared.work:
+                    while not shared.ready and not self._stopping:
+                        shared.work.wait()
+                    if self._stopping:
                         break
                     held = shared.ready.popleft()
                     began = time.monotonic()
                     shared.running[held.claim.occurrence_id] = held
                     shared.started_at[held.claim.occurrence_id] = began
-                    self.metrics.in_flight(len(shared.running))
                 try:
                     finished = self._run_one(held)
                 finally:
@@ -515,7 +536,6 @@ class Worker:
                             if shared.duration is None
                             else shared.duration + _DURATION_WEIGHT * (took - shared.duration)
                         )
-                        self.metrics.in_flight(len(shared.running))
                         if finished is not None:
                             shared.finished.append(finished)
                 self._wake.set()
@@ -728,12 +748,14 @@ class _Wake:
     def wait(self, timeout: float) -> None:
         """Sleep up to ``timeout`` seconds or until `set`; clears pending wake-ups."""
         select.select([self._read], [], [], max(timeout, 0.0))
-        # Cleared before the drain and before the cycle that follows: a `set` skipped since
-        # the select returned is seen by that cycle.
-        self._pending = False
         with contextlib.suppress(BlockingIOError):
             while os.read(self._read, 4096):
                 pass
+        # Cleared after the drain, before the cycle that follows: a `set` skipped until now is
+        # seen by that cycle. Cleared before it, the byte of a `set` made during the drain was
+        # read with the rest while `set` stayed skipped: the loop slept its whole delay with
+        # every handler idle.
+        self._pending = False
 
 
 class _Lead:
