@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -93,6 +94,23 @@ print(App is oncely.app.App, every is oncely.recurrence.every, locks is oncely.l
 print(sorted(set(oncely.__all__) - set(dir(oncely))))
 """
     assert _fresh_python(script).splitlines() == ["[]", "True True True", "[]"]
+
+
+def test_an_app_and_its_worker_load_redis_only_for_a_redis_lock(tmp_path: Path) -> None:
+    # redis-py (and the OpenTelemetry it loads) was a third of a worker's start-up.
+    script = f"""\
+import sys
+import oncely
+from datetime import timedelta
+from oncely.worker import Worker
+app = oncely.App("sqlite:///{tmp_path / "oncely.db"}")
+app.lock("nightly", at_most=timedelta(minutes=5))
+Worker(app)
+print("redis" in sys.modules)
+oncely.locks.redis("redis://127.0.0.1:1/0")
+print("redis" in sys.modules)
+"""
+    assert _fresh_python(script).splitlines() == ["False", "True"]
 
 
 def test_an_unknown_name_is_an_attribute_error() -> None:

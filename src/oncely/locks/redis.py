@@ -15,11 +15,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
-from redis import Redis
-from redis.backoff import NoBackoff
-from redis.exceptions import RedisError
-from redis.retry import Retry
-
 from oncely.errors import ConfigurationError, LockUnavailable
 from oncely.locks.provider import LockProvider
 from oncely.model import Lease
@@ -90,6 +85,14 @@ class RedisProvider(LockProvider):
             raise ConfigurationError(f"Redis timeout={timeout!r}: give seconds > 0")
         self.url = _without_password(url)
         self.prefix = prefix
+        # Imported here, not with oncely: redis-py (and the OpenTelemetry it pulls in) took a
+        # third of a worker's start-up in every app, most of which use no Redis.
+        from redis import Redis
+        from redis.backoff import NoBackoff
+        from redis.exceptions import RedisError
+        from redis.retry import Retry
+
+        self._failures: tuple[type[Exception], ...] = (RedisError, OSError)
         try:
             self._client = Redis.from_url(
                 url,
@@ -162,7 +165,7 @@ class RedisProvider(LockProvider):
         """Turns any Redis failure into `LockUnavailable`: nobody can tell who holds the lock."""
         try:
             yield
-        except (RedisError, OSError) as exc:
+        except self._failures as exc:
             detail = " ".join(str(exc).split()) or "no detail"
             raise LockUnavailable(
                 f"lock {name!r}: Redis at {self.url} failed ({type(exc).__name__}: {detail}); "
