@@ -238,6 +238,69 @@ def test_handler_threads_wait_for_the_next_claims_and_end_with_the_worker(url: s
     app.close()
 
 
+def _warm_up(app: oncely.App, job: oncely.Job, done: list[object], n: int = 20) -> None:
+    """Run ``n`` quick occurrences first, so that the worker knows its handlers are quick."""
+    for k in range(n):
+        app.defer(job, at=_now(), key=f"warm{k}", payload=f"warm{k}")
+    eventually(lambda: len(done) >= n, what="the warm-up")
+
+
+def test_quick_handlers_are_run_by_a_few_threads_not_every_one(url: str) -> None:
+    """Lesson from the burst benchmark: every handler thread woken for quick handlers made them
+    take the GIL from each other and from the loop."""
+    app = oncely.App(url)
+    ran: list[object] = []
+    lock = threading.Lock()
+    inside, most = [0], [0]
+
+    @app.job(overlap="allow")
+    def quick(run: oncely.Run) -> None:
+        with lock:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+        time.sleep(0)  # lets another awake thread take the GIL, as a handler's I/O does
+        with lock:
+            inside[0] -= 1
+        ran.append(run.payload)
+
+    with serving(app, concurrency=8, wake_cap=0.2):  # SQLite has no NOTIFY to wake it
+        _warm_up(app, quick, ran)
+        most[0] = 0
+        # All due at one time, a moment ahead: they are written before any of them runs.
+        due = _now() + timedelta(seconds=2)
+        for n in range(60):
+            app.defer(quick, at=due, key=f"q{n}", payload=n)
+        eventually(lambda: len(ran) == 80, what="the burst")
+    print(f"at most {most[0]} handler(s) at once")
+    assert most[0] <= 3
+    app.close()
+
+
+def test_a_slow_handler_does_not_hold_up_quick_claims_waiting_behind_it(url: str) -> None:
+    app = oncely.App(url)
+    ran: list[object] = []
+    release = threading.Event()
+
+    @app.job(overlap="allow")
+    def work(run: oncely.Run) -> None:
+        if run.payload == "slow":
+            release.wait(20)
+        ran.append(run.payload)
+
+    with serving(app, concurrency=8, wake_cap=0.2):
+        _warm_up(app, work, ran)
+        due = _now() - timedelta(seconds=1)
+        # Claimed first (oldest first): the one busy thread takes it.
+        app.defer(work, at=due - timedelta(seconds=1), key="slow", payload="slow")
+        for n in range(20):
+            app.defer(work, at=due, key=f"q{n}", payload=n)
+        eventually(lambda: len(ran) == 40, what="the quick ones, while the slow one runs")
+        assert "slow" not in ran
+        release.set()
+        eventually(lambda: "slow" in ran, what="the slow one")
+    app.close()
+
+
 def test_stopping_gives_back_claims_that_never_started(url: str) -> None:
     app = oncely.App(url)
     started = threading.Event()

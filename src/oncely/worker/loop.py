@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import select
 import signal
@@ -65,6 +66,13 @@ _HORIZON_S = 1.0
 _PREFETCH_MAX = 1024
 # Weight of the newest handler duration in the running average.
 _DURATION_WEIGHT = 0.2
+# Handler threads kept busy: enough to get through the waiting claims in about _SHARE_S each,
+# at least one, at most the concurrency. Every thread woken for a burst of quick handlers made
+# them take the GIL from each other and from the loop: a burst drained at three quarters of
+# the speed of one thread. One handler running longer than _STALL_S, while claims wait, no
+# longer counts as a thread keeping up: another is woken, so a slow one never holds quick ones.
+_SHARE_S = 0.02
+_STALL_S = 0.02
 # Store users besides the handlers: the loop (claims, bookings, heartbeats) and housekeeping.
 _OWN_CONNECTIONS = 2
 
@@ -90,6 +98,8 @@ class _Shared:
     started_at: dict[int, float] = field(default_factory=dict)
     finished: list[Finished] = field(default_factory=list)
     threads: int = 0
+    # Threads waiting on ``work`` for claims.
+    idle: int = 0
     # Running average of how long one handler takes, in seconds (None: none finished yet).
     duration: float | None = None
 
@@ -408,6 +418,9 @@ class Worker:
         beat = self._next_heartbeat()
         if beat is not None:
             delays.append((beat - now).total_seconds())
+        stall = self._next_stall()
+        if stall is not None:
+            delays.append(stall)
         return max(min(delays), 0.0)
 
     def _busy(self) -> bool:
@@ -500,9 +513,10 @@ class Worker:
         with shared.work:
             if not shared.ready:
                 return
-            shared.work.notify(len(shared.ready))
-            start = min(self.concurrency - shared.threads, len(shared.ready))
-            shared.threads += max(start, 0)
+            wake = max(self._threads_wanted() - self._keeping_up(), 0)
+            shared.work.notify(wake)
+            start = max(min(wake - shared.idle, self.concurrency - shared.threads), 0)
+            shared.threads += start
         # Threads stay, waiting for work, until the worker stops: starting one per burst made
         # the loop wait for each to be scheduled, a tenth of a burst's loop time. Daemon
         # threads: a handler still running after the drain timeout must not keep the process
@@ -510,14 +524,44 @@ class Worker:
         for _ in range(start):
             threading.Thread(target=self._handle, name="oncely-handler", daemon=True).start()
 
+    def _keeping_up(self) -> int:
+        """Handler threads awake and not stalled (``_shared.lock`` held)."""
+        shared, now = self._shared, time.monotonic()
+        stalled = sum(1 for began in shared.started_at.values() if now - began > _STALL_S)
+        return shared.threads - shared.idle - stalled
+
+    def _threads_wanted(self) -> int:
+        """Handler threads to keep busy for the waiting claims (``_shared.lock`` held)."""
+        shared = self._shared
+        if shared.duration is None:  # nothing finished yet: one thread per claim
+            wanted = len(shared.ready)
+        else:
+            wanted = math.ceil(len(shared.ready) * shared.duration / _SHARE_S)
+        return min(max(wanted, 1), self.concurrency)
+
+    def _next_stall(self) -> float | None:
+        """Seconds until the next running handler counts as stalled while claims wait for a
+        thread (those stalled already were counted by the dispatch that followed)."""
+        shared = self._shared
+        now = time.monotonic()
+        with shared.lock:
+            if not shared.ready or shared.threads - shared.idle >= self.concurrency:
+                return None
+            coming = [b + _STALL_S - now for b in shared.started_at.values() if b + _STALL_S > now]
+        return min(coming, default=None)
+
     def _handle(self) -> None:
         """A handler thread: run waiting claims one after another, and wait for more."""
         shared = self._shared
         try:
             while True:
                 with shared.work:
-                    while not shared.ready and not self._stopping:
+                    while not self._stopping and (
+                        not shared.ready or self._keeping_up() > self._threads_wanted()
+                    ):
+                        shared.idle += 1
                         shared.work.wait()
+                        shared.idle -= 1
                     if self._stopping:
                         break
                     held = shared.ready.popleft()
