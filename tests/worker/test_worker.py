@@ -478,7 +478,8 @@ def test_a_backlog_is_claimed_cycle_after_cycle_without_preparing_again(
     url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Lesson from the burst benchmark: counting the waiting backlog as due made every cycle of
-    a drain prepare again (materialise and the wake-up queries): a third of the loop's time."""
+    a drain prepare again (materialise and the wake-up queries): more than a quarter of the
+    loop's time."""
     from oncely.engine import Engine, TickReport
     from oncely.worker import loop
 

@@ -388,8 +388,8 @@ class Worker:
     def _next_due(self, now: datetime) -> datetime:
         if self._more_waiting:
             # What is due now is claimed cycle after cycle anyway; counting it as due made every
-            # cycle of a burst prepare again (materialise, the wake-up queries): a third of the
-            # loop's time.
+            # cycle of a burst prepare again (materialise, the wake-up queries): more than a
+            # quarter of the loop's time.
             later = self.store.next_due_at(self.engine.jobs, after=now)
             return now + timedelta(seconds=self.wake_cap) if later is None else later
         due = self.store.next_due_at(self.engine.jobs)
@@ -517,8 +517,9 @@ class Worker:
             shared.work.notify(wake)
             start = max(min(wake - shared.idle, self.concurrency - shared.threads), 0)
             shared.threads += start
-        # Threads stay, waiting for work, until the worker stops: starting one per burst made
-        # the loop wait for each to be scheduled, a tenth of a burst's loop time. Daemon
+        # Threads stay, waiting for work, until the worker stops: starting them again for each
+        # batch of claims made the loop wait for each to be scheduled, a seventh of a burst's
+        # loop time. Daemon
         # threads: a handler still running after the drain timeout must not keep the process
         # from exiting (a pool's threads are joined at interpreter exit).
         for _ in range(start):
