@@ -64,19 +64,11 @@ def _failed(results: dict[str, Any], *names: str) -> list[str]:
     return lines
 
 
-def _peer_lag(results: dict[str, Any], peer: str) -> dict[str, Any] | None:
-    document = _document(results, f"worker-{peer}")
-    return None if document is None else document.get("lag", {}).get(peer)
-
-
-def _oncely_idle(results: dict[str, Any], store: str) -> dict[str, Any] | None:
-    document = _document(results, f"worker-{store}")
-    return None if document is None else document.get("idle", {}).get(store)
-
-
-def _peer_idle(results: dict[str, Any], peer: str) -> dict[str, Any] | None:
-    document = _document(results, f"worker-{peer}")
-    return None if document is None else document.get("idle", {}).get(peer)
+def _worker_part(results: dict[str, Any], name: str, part: str) -> dict[str, Any] | None:
+    """The ``part`` ("lag", "oneoff_lag", "idle") figures of ``name`` (a store of oncely's, or
+    a peer) from its ``worker-<name>`` outcome."""
+    document = _document(results, f"worker-{name}")
+    return None if document is None else document.get(part, {}).get(name)
 
 
 def _peers(results: dict[str, Any]) -> list[str]:
@@ -92,14 +84,13 @@ def lag_rows(results: dict[str, Any], mode: str) -> list[dict[str, Any]]:
     key = "lag" if mode == "recurring" else "oneoff_lag"
     rows = []
     for store in ("postgres", "sqlite"):
-        document = _document(results, f"worker-{store}")
-        entry = None if document is None else document.get(key, {}).get(store)
+        entry = _worker_part(results, store, key)
         if entry is not None:
             med = entry["median"]
             uses = "every(seconds=1)" if mode == "recurring" else "app.defer(at=...)"
             rows.append({"scheduler": "oncely", "store": store, "uses": uses, **med})
     for peer in _peers(results):
-        info = _peer_lag(results, peer)
+        info = _worker_part(results, peer, "lag")
         if info is not None and mode in info["results"]:
             med = info["results"][mode]["median"]
             rows.append(
@@ -215,13 +206,15 @@ def _summary(results: dict[str, Any]) -> list[str]:
             mine = rows.get(("oncely", "postgres"), {}).get(field)
             others = {peer: rows.get((peer, "postgres"), {}).get(field) for peer in peers}
             figures.append((f"lag {field[:3]}, {title}, ms", mine, others, ",.1f"))
-    reference = _oncely_idle(results, "postgres")
+    reference = _worker_part(results, "postgres", "idle")
     for field, title, spec in (
         ("cpu_s_per_min", "idle, CPU s/min", ".3f"),
         ("pg_transactions_per_min", "idle, transactions/min", ",.1f"),
     ):
         mine = None if reference is None else reference["median"][field]
-        others = {p: (_peer_idle(results, p) or {}).get("median", {}).get(field) for p in peers}
+        others = {
+            p: (_worker_part(results, p, "idle") or {}).get("median", {}).get(field) for p in peers
+        }
         figures.append((title, mine, others, spec))
     names = [PEER_NAMES[peer] for peer in peers]
     lines = [
@@ -386,7 +379,7 @@ def _idle(results: dict[str, Any]) -> list[str]:
     reference: dict[str, Any] = {}
     settle = f"{settings['settle']:g}" if settings else "-"
     for store in ("postgres", "sqlite"):
-        entry = _oncely_idle(results, store)
+        entry = _worker_part(results, store, "idle")
         if entry is None:
             continue
         med = entry["median"]
@@ -400,7 +393,7 @@ def _idle(results: dict[str, Any]) -> list[str]:
         )
     xacts = "pg_transactions_per_min"
     for peer in _peers(results):
-        entry = _peer_idle(results, peer)
+        entry = _worker_part(results, peer, "idle")
         if entry is None:
             continue
         med = entry["median"]
@@ -437,8 +430,8 @@ def _idle(results: dict[str, Any]) -> list[str]:
 def _idle_entries(results: dict[str, Any]) -> list[dict[str, Any]]:
     """The idle figures of oncely on each store and of each peer that measured them."""
     found = [
-        *(_oncely_idle(results, store) for store in ("postgres", "sqlite")),
-        *(_peer_idle(results, peer) for peer in _peers(results)),
+        *(_worker_part(results, store, "idle") for store in ("postgres", "sqlite")),
+        *(_worker_part(results, peer, "idle") for peer in _peers(results)),
     ]
     return [entry for entry in found if entry is not None]
 

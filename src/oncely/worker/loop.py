@@ -106,6 +106,11 @@ class _Shared:
     def __post_init__(self) -> None:
         self.work = threading.Condition(self.lock)
 
+    @property
+    def awake(self) -> int:
+        """Handler threads not waiting for claims: running one, or about to take one."""
+        return self.threads - self.idle
+
 
 class Worker:
     """Runs an app's jobs until stopped: what `oncely run` and `app.run_worker()` start."""
@@ -150,7 +155,7 @@ class Worker:
         self._http_address = http
         self._server: HttpServer | None = None
         self._shared = _Shared()
-        self.metrics.in_flight_from(lambda: len(self._shared.running))
+        self.metrics.in_flight_from(lambda: self.in_flight)
         # Claims taken just ahead of their time, started by the loop when it comes.
         self._early: list[_Held] = []
         self._unbooked: list[Finished] = []
@@ -519,9 +524,8 @@ class Worker:
             shared.threads += start
         # Threads stay, waiting for work, until the worker stops: starting them again for each
         # batch of claims made the loop wait for each to be scheduled, a seventh of a burst's
-        # loop time. Daemon
-        # threads: a handler still running after the drain timeout must not keep the process
-        # from exiting (a pool's threads are joined at interpreter exit).
+        # loop time. Daemon threads: a handler still running after the drain timeout must not
+        # keep the process from exiting (a pool's threads are joined at interpreter exit).
         for _ in range(start):
             threading.Thread(target=self._handle, name="oncely-handler", daemon=True).start()
 
@@ -529,7 +533,7 @@ class Worker:
         """Handler threads awake and not stalled (``_shared.lock`` held)."""
         shared, now = self._shared, time.monotonic()
         stalled = sum(1 for began in shared.started_at.values() if now - began > _STALL_S)
-        return shared.threads - shared.idle - stalled
+        return shared.awake - stalled
 
     def _threads_wanted(self) -> int:
         """Handler threads to keep busy for the waiting claims (``_shared.lock`` held)."""
@@ -546,7 +550,7 @@ class Worker:
         shared = self._shared
         now = time.monotonic()
         with shared.lock:
-            if not shared.ready or shared.threads - shared.idle >= self.concurrency:
+            if not shared.ready or shared.awake >= self.concurrency:
                 return None
             coming = [b + _STALL_S - now for b in shared.started_at.values() if b + _STALL_S > now]
         return min(coming, default=None)
