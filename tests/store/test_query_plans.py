@@ -187,3 +187,38 @@ def test_postgres_bookings_are_never_prepared_statements(postgres_url: str) -> N
         store.close()
     assert any("nextval('oncely_fences')" in text for text in prepared), prepared  # claims are
     assert not any("'succeeded'" in text for text in prepared), prepared
+
+
+def test_postgres_plans_the_due_schedules_query_once_however_many_schedules_there_are(
+    postgres_url: str,
+) -> None:
+    # With LIMIT bound as a parameter the generic plan was costed for a tenth of the table, and
+    # from some tens of thousands of schedules on PostgreSQL planned every execution anew: an
+    # idle tick took 0.68 ms at 100,000 schedules against 0.59 ms at 1,000 (bench/engine.py).
+    store = open_store(postgres_url)
+    try:
+        store.migrate(NOW)
+        with psycopg.connect(postgres_url) as connection:
+            connection.execute(
+                "INSERT INTO oncely_schedules (key, job, origin, trigger_kind, trigger_spec,"
+                " next_run_at, created_at, updated_at) SELECT 'k' || g, 'j', 'api', 'every',"
+                " %s::jsonb, %s + g * interval '1 ms', now(), now()"
+                " FROM generate_series(1, 100000) g",
+                (SPEC, NOW + timedelta(hours=1)),
+            )
+            connection.execute("ANALYZE oncely_schedules")
+        for _ in range(40):  # the pool takes turns: each connection gets past the threshold (5)
+            assert store.due_schedules(NOW, ["j"], 100) == []
+        with store._connect() as first, store._connect() as second:  # type: ignore[attr-defined]
+            plans = [
+                (row["generic_plans"], row["custom_plans"])
+                for connection in (first, second)
+                for row in connection.execute(
+                    "SELECT generic_plans, custom_plans FROM pg_prepared_statements"
+                    " WHERE statement LIKE '%ORDER BY next_run_at%'"
+                )
+            ]
+    finally:
+        store.close()
+    assert plans, "the due schedules query was not prepared"
+    assert all(generic > 0 for generic, _ in plans), plans

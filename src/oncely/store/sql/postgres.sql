@@ -157,6 +157,7 @@ FOR UPDATE SKIP LOCKED;
 
 -- name: due_schedules
 -- Uses the partial index oncely_schedules_due; next_run_at's NULL arm is excluded explicitly.
+-- The store writes the limit in as a number (see PostgresStore.due_schedules).
 -- The payload is not read: materialising never needs it, and fifty 1 MB payloads read again with
 -- every batch made a worker seconds late.
 SELECT id, tenant, key, job, origin, trigger_spec, 'null'::jsonb AS payload, paused, status,
