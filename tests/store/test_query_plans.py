@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import psycopg
 
@@ -25,6 +26,19 @@ from oncely.store.queries import queries
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 CLAIMS = ("claim_expired", "claim_ready", "claim_free", "expired_of_jobs", "reclaimable")
 SPEC = json.dumps(every(hours=1).to_spec(), sort_keys=True)
+
+
+def _store_postgres_schedules(
+    connection: psycopg.Connection[Any], count: int, first_run: datetime | None = None
+) -> None:
+    """``count`` schedules of job ``j``, keys ``k1``..., next runs 1 ms apart from ``first_run``
+    (none: no next run)."""
+    connection.execute(
+        "INSERT INTO oncely_schedules (key, job, origin, trigger_kind, trigger_spec, next_run_at,"
+        " created_at, updated_at) SELECT 'k' || g, 'j', 'api', 'every', %s::jsonb,"
+        " %s::timestamptz + g * interval '1 ms', now(), now() FROM generate_series(1, %s) g",
+        (SPEC, first_run, count),
+    )
 
 
 def test_sqlite_claims_start_from_the_occurrences(sqlite_url: str) -> None:
@@ -54,12 +68,7 @@ def test_sqlite_claims_start_from_the_occurrences(sqlite_url: str) -> None:
 def test_postgres_claims_read_the_claimable_index_in_order(postgres_url: str) -> None:
     sql = queries("postgres")
     with psycopg.connect(postgres_url) as connection:
-        connection.execute(
-            "INSERT INTO oncely_schedules (key, job, origin, trigger_kind, trigger_spec,"
-            " created_at, updated_at) SELECT 'k' || g, 'j', 'api', 'every', %s::jsonb, now(),"
-            " now() FROM generate_series(1, 3000) g",
-            (SPEC,),
-        )
+        _store_postgres_schedules(connection, 3000)
         connection.execute("ANALYZE")  # statistics taken before the burst, as in production
         connection.execute(
             "INSERT INTO oncely_occurrences (schedule_id, scheduled_for, status, run_after,"
@@ -120,12 +129,7 @@ def test_sqlite_housekeeping_reads_what_it_needs(sqlite_url: str) -> None:
 def test_postgres_housekeeping_reads_what_it_needs(postgres_url: str) -> None:
     sql = queries("postgres")
     with psycopg.connect(postgres_url) as connection:
-        connection.execute(
-            "INSERT INTO oncely_schedules (key, job, origin, trigger_kind, trigger_spec,"
-            " created_at, updated_at) SELECT 'k' || g, 'j', 'api', 'every', %s::jsonb, now(),"
-            " now() FROM generate_series(1, 3000) g",
-            (SPEC,),
-        )
+        _store_postgres_schedules(connection, 3000)
         connection.execute(
             "INSERT INTO oncely_occurrences (schedule_id, scheduled_for, status, run_after,"
             " finished_at, created_at) SELECT id, now(), 'succeeded', now(), now(), now()"
@@ -199,13 +203,7 @@ def test_postgres_plans_the_due_schedules_query_once_however_many_schedules_ther
     try:
         store.migrate(NOW)
         with psycopg.connect(postgres_url) as connection:
-            connection.execute(
-                "INSERT INTO oncely_schedules (key, job, origin, trigger_kind, trigger_spec,"
-                " next_run_at, created_at, updated_at) SELECT 'k' || g, 'j', 'api', 'every',"
-                " %s::jsonb, %s + g * interval '1 ms', now(), now()"
-                " FROM generate_series(1, 100000) g",
-                (SPEC, NOW + timedelta(hours=1)),
-            )
+            _store_postgres_schedules(connection, 100_000, NOW + timedelta(hours=1))
             connection.execute("ANALYZE oncely_schedules")
         for _ in range(40):  # the pool takes turns: each connection gets past the threshold (5)
             assert store.due_schedules(NOW, ["j"], 100) == []
