@@ -132,7 +132,8 @@ def test_lesson_07_a_callers_end_never_extends_a_rules_own_until(
     def remind(run: oncely.Run) -> None:
         pass
 
-    until = (clock() + timedelta(days=2)).strftime("%Y%m%dT%H%M%SZ")
+    saved = clock()
+    until = (saved + timedelta(days=2)).strftime("%Y%m%dT%H%M%SZ")
     app.schedule(
         remind,
         oncely.rrule(f"FREQ=DAILY;UNTIL={until}"),
@@ -142,7 +143,9 @@ def test_lesson_07_a_callers_end_never_extends_a_rules_own_until(
     for _ in range(10):
         clock.advance(days=1)
         app.tick()
-    assert len(app.history(key="r")) == 2
+    # The start (when it was saved), and each day through UNTIL: nothing after it.
+    times = sorted(o.scheduled_for for o in app.history(key="r"))
+    assert times == [saved + timedelta(days=n) for n in range(3)]
 
 
 def test_lesson_08_downtime_never_replays_weeks_of_the_past(app: oncely.App, clock: Clock) -> None:

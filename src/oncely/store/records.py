@@ -83,9 +83,11 @@ def schedule_params(
     payload: Any,
     next_run_at: datetime | None,
     now: datetime,
+    keyless: bool = False,
 ) -> dict[str, Any]:
     """The parameters of ``upsert_schedule``, times still as datetimes; raises `InvalidPayload`."""
     return {
+        "keyless": keyless,
         "tenant": tenant_column(tenant),
         "key": key,
         "job": job,
@@ -99,6 +101,8 @@ def schedule_params(
     }
 
 
+# insert_occurrence plans a row skipped with one of these reasons anew (matched by the prefix
+# before the colon): it never started, and an edit that plans its time again wants it to run.
 SUPERSEDED = "superseded: the schedule's trigger changed before this occurrence ran"
 REMOVED = "unscheduled: the schedule was removed before this occurrence ran"
 
@@ -125,6 +129,28 @@ def save_params(
         kept = existing["next_run_at"]
         return {**params, "next_run_at": kept, "status": "active" if kept else "ended"}, False
     return params, True
+
+
+def listing_params(
+    tenant: str | None,
+    all_tenants: bool,
+    job: str | None,
+    status: ScheduleStatus | None,
+    prefix: str | None,
+    after: tuple[str | None, str] | None,
+    limit: int | None,
+) -> dict[str, Any]:
+    """The parameters of ``select_schedules``."""
+    return {
+        "tenant": tenant_column(tenant),
+        "all_tenants": all_tenants,
+        "job": job,
+        "status": status,
+        "prefix": prefix,
+        "after_tenant": None if after is None else tenant_column(after[0]),
+        "after_key": None if after is None else after[1],
+        "limit": limit,
+    }
 
 
 def tenant_column(tenant: str | None) -> str:
