@@ -311,3 +311,24 @@ def test_an_attempt_whose_lease_was_extended_after_it_was_read_is_not_abandoned(
     assert abandoned == []
     (row,) = store.history(None, key="c1")
     assert row.status == "running"
+
+
+# --- fail_orphaned ------------------------------------------------------------------------------
+
+
+def test_running_attempts_of_a_job_no_worker_declares_are_failed_not_left_running(
+    store: Store,
+) -> None:
+    defer(store, "gone1", job="gone")
+    defer(store, "kept", job="sync")
+    (orphan, declared) = claim(store, jobs=("gone", "sync"))
+    hour_later = EXPIRED + timedelta(hours=1)
+    assert store.fail_orphaned(hour_later, ["sync"], EXPIRED - TICK) == []  # not yet that long
+    (failed,) = store.fail_orphaned(hour_later, ["sync"], hour_later - timedelta(minutes=30))
+    assert (failed.key, failed.job) == ("gone1", "gone")
+    (row,) = store.history(None, key="gone1")
+    assert row.status == "failed"
+    assert "no running worker declares job gone" in (row.error or "")
+    (other,) = store.history(None, key="kept")
+    assert other.status == "running"  # its job is declared: reclaim_expired's to handle
+    assert {orphan.key, declared.key} == {"gone1", "kept"}

@@ -447,6 +447,14 @@ class Store(ABC):
         """
 
     @abstractmethod
+    def fail_orphaned(
+        self, now: datetime, jobs: Collection[str], lost_before: datetime
+    ) -> list[Abandoned]:
+        """Fail the ``running`` occurrences of jobs not in ``jobs`` whose lease expired before
+        ``lost_before``, with an error saying that no running worker declares their job; return
+        them. Raises `StoreUnavailable`."""
+
+    @abstractmethod
     def release(self, claims: Sequence[Claim], now: datetime) -> int:
         """Give back ``claims`` whose attempts never started (a worker stopping); return how
         many were given back.

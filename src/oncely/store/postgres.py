@@ -779,6 +779,19 @@ class PostgresStore(Store):
                 connection.execute(self._sql["notify_change"])
         return done
 
+    def fail_orphaned(
+        self, now: datetime, jobs: Collection[str], lost_before: datetime
+    ) -> list[Abandoned]:
+        params = {"jobs": sorted(jobs), "lost_before": lost_before}
+        with self._connect() as connection:
+            found = connection.execute(self._sql["orphaned"], params).fetchall()
+            if found:
+                connection.cursor().executemany(
+                    self._sql["fail_orphan"],
+                    [housekeeping.orphan_params(row, now) for row in found],
+                )
+        return [records.abandoned(row) for row in found]
+
     def release(self, claims: Sequence[Claim], now: datetime) -> int:
         if not claims:
             return 0

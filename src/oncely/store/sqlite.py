@@ -746,6 +746,22 @@ class SqliteStore(Store):
                 done.append(decided.report)
         return done
 
+    def fail_orphaned(
+        self, now: datetime, jobs: Collection[str], lost_before: datetime
+    ) -> list[Abandoned]:
+        params = _bind({"jobs": json.dumps(sorted(jobs)), "lost_before": lost_before})
+        with self._write() as connection:
+            cursor = connection.execute(self._sql["orphaned"], params)
+            found = [_values(cursor, row) for row in cursor.fetchall()]
+            failed = [
+                values
+                for values in found
+                if connection.execute(
+                    self._sql["fail_orphan"], _bind(housekeeping.orphan_params(values, now))
+                ).rowcount
+            ]
+        return [records.abandoned(values) for values in failed]
+
     def release(self, claims: Sequence[Claim], now: datetime) -> int:
         if not claims:
             return 0

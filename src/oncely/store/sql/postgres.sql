@@ -582,3 +582,20 @@ WHERE id IN (
       AND NOT EXISTS (SELECT 1 FROM oncely_occurrences o WHERE o.schedule_id = s.id)
     LIMIT %(limit)s
 );
+
+-- name: orphaned
+-- Running occurrences of jobs the sweeping worker does not declare, whose lease ran out before
+-- lost_before: a worker declaring the job would have reclaimed them by then. Left alone, the
+-- attempts of a job deleted from the code stayed "running" forever (DESIGN lesson 2).
+SELECT o.id, o.fence, s.key, s.job, o.tenant, o.scheduled_for, o.lease_owner, o.attempts
+FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
+WHERE o.status = 'running' AND o.lease_expires_at <= %(lost_before)s AND NOT (s.job = ANY(%(jobs)s::text[]))
+ORDER BY o.lease_expires_at
+FOR UPDATE OF o SKIP LOCKED;
+
+-- name: fail_orphan
+-- Conditional on what was read: still running with the same fence.
+UPDATE oncely_occurrences
+SET status = 'failed', finished_at = %(now)s, lease_owner = NULL, lease_expires_at = NULL,
+    error = %(error)s
+WHERE id = %(id)s AND status = 'running' AND fence = %(fence)s;
