@@ -10,7 +10,7 @@ import logging
 import threading
 import uuid
 from collections import Counter
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from _engine_support import MakeApp
@@ -146,16 +146,24 @@ def test_lesson_07_a_callers_end_never_extends_a_rules_own_until(
 
 
 def test_lesson_08_downtime_never_replays_weeks_of_the_past(app: oncely.App, clock: Clock) -> None:
-    ran: list[str] = []
+    ran: list[datetime] = []
 
     @app.job(oncely.every(minutes=10))
     def poll(run: oncely.Run) -> None:
-        ran.append(run.idempotency_key)
+        ran.append(run.scheduled_for)
 
     app.tick()
-    clock.advance(weeks=2)
+    assert ran == []  # 08:59:30: the first occurrence, 09:00, is not due yet
+    clock.advance(weeks=2)  # 08:59:30 two weeks on: 08:50 was missed 9.5 minutes ago
     app.tick()
-    assert len(ran) <= 1
+    newest = clock() - timedelta(minutes=9, seconds=30)
+    # The newest missed occurrence is within grace (15 minutes): it runs, once, and nothing older.
+    assert ran == [newest]
+    history = app.history(key="poll", limit=1000)
+    assert [o.scheduled_for for o in history if o.status == "succeeded"] == [newest]
+    older = [o for o in history if o.scheduled_for < newest]
+    assert older, "the missed occurrences are recorded, not forgotten"
+    assert {o.status for o in older} == {"skipped"}
 
 
 def test_lesson_11_a_failing_tick_step_stops_the_tick(app: oncely.App, clock: Clock) -> None:
