@@ -175,7 +175,7 @@ def test_lesson_11_a_failing_tick_step_stops_the_tick(app: oncely.App, clock: Cl
 
     app.defer(remind, at=clock(), key="waiting")  # already pending: the run step would take it
     app.schedule(remind, oncely.every(minutes=1), key="due")
-    refuse_new_occurrences(app)
+    refuse(app)
     clock.advance(minutes=1)
     with pytest.raises(oncely.TickFailed) as failed:
         app.tick()
@@ -185,12 +185,12 @@ def test_lesson_11_a_failing_tick_step_stops_the_tick(app: oncely.App, clock: Cl
     assert app.schedules()[0].next_run_at is not None
 
 
-def refuse_new_occurrences(app: oncely.App) -> None:
-    """A database fault: inserting an occurrence of schedule 'due' fails inside the store."""
+def refuse(app: oncely.App, event: str = "INSERT", table: str = "oncely_occurrences") -> None:
+    """A database fault: every ``event`` (INSERT, UPDATE) on ``table`` fails inside the store."""
     with app.store.transaction() as connection:
         if app.store.dialect == "sqlite":
             connection.execute(
-                "CREATE TRIGGER refuse BEFORE INSERT ON oncely_occurrences "
+                f"CREATE TRIGGER refuse BEFORE {event} ON {table} "
                 "BEGIN SELECT RAISE(ABORT, 'injected fault'); END"
             )
         else:
@@ -199,9 +199,70 @@ def refuse_new_occurrences(app: oncely.App) -> None:
                 "$$ BEGIN RAISE EXCEPTION 'injected fault'; END $$"
             )
             connection.execute(
-                "CREATE TRIGGER refuse BEFORE INSERT ON oncely_occurrences "
+                f"CREATE TRIGGER refuse BEFORE {event} ON {table} "
                 "FOR EACH ROW EXECUTE FUNCTION refuse()"
             )
+
+
+def test_lesson_11_a_failing_reconcile_step_is_named_and_stops_the_tick(
+    app: oncely.App, clock: Clock
+) -> None:
+    ran: list[str] = []
+
+    @app.job(oncely.every(minutes=1))
+    def sync(run: oncely.Run) -> None:
+        ran.append(run.key)
+
+    refuse(app, "INSERT", "oncely_schedules")  # the code-declared schedule cannot be saved
+    with pytest.raises(oncely.TickFailed) as failed:
+        app.tick()
+    assert failed.value.step == "reconcile"
+    assert "tick step 'reconcile' failed and the steps after it did not run" in str(failed.value)
+    assert isinstance(failed.value.__cause__, oncely.StoreError)
+    assert (ran, app.schedules()) == ([], [])
+
+
+def test_lesson_11_a_failing_abandon_step_is_named_and_stops_the_tick(
+    make_app: MakeApp, clock: Clock
+) -> None:
+    lost, app = make_app(), make_app()
+    ran: list[str] = []
+    for each in (lost, app):
+
+        @each.job(delivery="at_most_once")
+        def once(run: oncely.Run) -> None:
+            ran.append(run.key)
+
+    app.tick()  # reconciled: the next tick starts at the abandon step
+    lost.defer("once", at=clock(), key="lost")
+    assert [c.key for c in lost._the_engine().claim(1)] == ["lost"]  # then the process dies
+    clock.advance(minutes=6)  # its 5-minute lease has expired: the abandon step takes it up
+    app.defer("once", at=clock(), key="waiting")  # the run step would take it
+    refuse(app, "UPDATE")
+    with pytest.raises(oncely.TickFailed) as failed:
+        app.tick()
+    assert failed.value.step == "abandon"
+    assert isinstance(failed.value.__cause__, oncely.StoreError)
+    assert ran == []
+    assert {o.key: o.status for o in app.history()} == {"lost": "running", "waiting": "pending"}
+
+
+def test_lesson_11_a_failing_run_step_is_named(app: oncely.App, clock: Clock) -> None:
+    ran: list[str] = []
+
+    @app.job()
+    def remind(run: oncely.Run) -> None:
+        ran.append(run.key)
+
+    app.tick()  # reconciled
+    app.defer(remind, at=clock(), key="waiting")
+    refuse(app, "UPDATE")  # the claim cannot take the occurrence
+    with pytest.raises(oncely.TickFailed) as failed:
+        app.tick()
+    assert failed.value.step == "run"
+    assert isinstance(failed.value.__cause__, oncely.StoreError)
+    assert ran == []
+    assert [o.status for o in app.history()] == ["pending"]
 
 
 def test_lesson_14_one_tenants_schedules_are_invisible_to_another(
