@@ -285,13 +285,18 @@ def test_lesson_09_an_rrule_without_until_or_count_stops_after_max_span(
         pass
 
     key = f"user-typed:{uuid.uuid4().hex[:8]}"  # the stop is logged once per schedule and process
-    app.schedule(nag, oncely.rrule("FREQ=DAILY"), key=key)
+    start = clock()
+    app.schedule(nag, oncely.rrule("FREQ=DAILY", start=start), key=key)
     with caplog.at_level(logging.ERROR, logger="oncely"):
         for _ in range(372):
             clock.advance(days=1)
             app.tick()
-    ran = [o for o in app.history(key=key, limit=1000) if o.status == "succeeded"]
-    assert 365 <= len(ran) <= 367  # 366 days from the start, not forever
+    history = app.history(key=key, limit=1000)
+    # Daily after the start, up to and including 366 days from it, then never again; each ran.
+    assert sorted(o.scheduled_for for o in history) == [
+        start + timedelta(days=n) for n in range(1, 367)
+    ]
+    assert {o.status for o in history} == {"succeeded"}
     (schedule,) = app.schedules()
     assert schedule.status == "ended"
     assert any("max_span" in r.getMessage() for r in caplog.records)
