@@ -35,8 +35,23 @@ _CHANGES = frozenset(
     | {"readline", "append", "appendleft", "add", "extend", "update", "put", "put_nowait"}
 )
 _REFRESHES = frozenset({"reload", "refresh", "refresh_from_db"})
-_LOGS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
+# Logging and console output (progress dots while something else works) are not work.
+_LOGS = frozenset(
+    {"debug", "info", "warning", "warn", "error", "exception", "critical", "log", "print"}
+)
 _ARITHMETIC = frozenset({"min", "max", "abs", "float", "int", "round"})
+# Exceptions that stop a loop from outside (a signal, a cancelled task) or any failure at all:
+# leaving on one is a stop switch or giving up, not the end the loop waited for.
+_STOPS = frozenset(
+    {"Exception", "BaseException", "KeyboardInterrupt", "SystemExit", "GeneratorExit"}
+    | {"CancelledError"}
+)
+# What a probe of a process or a file raises once it is gone: `os.kill(pid, ...)` until it does.
+_PROCESS_GONE = frozenset(
+    {"OSError", "ProcessLookupError", "ChildProcessError", "FileNotFoundError"}
+)
+# Callees whose result, as a wait's timeout, is a duration: `stop.wait(self.interval())`.
+_DURATION_WORDS = ("interval", "timeout", "delay", "period", "second", "wait", "remaining")
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _EXITS = (ast.Break, ast.Return, ast.Raise)
@@ -53,17 +68,21 @@ class RecurringTimerLoop(Rule):
       running:``, ``for _ in itertools.count():``) whose body sleeps or waits with a timeout, or
       ``while not stop.wait(60):``, the wait being the loop's condition;
     - a ``threading.Timer`` created and started inside the function it calls back (it re-arms
-      itself), and ``loop.call_later(delay, f)`` / ``loop.call_at(when, f)`` inside ``f``.
+      itself), and ``loop.call_later(delay, f)`` / ``loop.call_at(when, f)`` inside ``f``;
+      not one created under an ``if`` on the time or on the timer itself (``if delta > 0:``,
+      ``if self._timer is None:``): a throttle's or a debounce's one-shot hold-back.
 
     *Waits on time*: ``sleep`` of time, asyncio, trio, anyio or gevent (and ``sleep_until`` of
     trio and anyio) however imported (``import time as t``, ``from time import sleep as
     pause``), except ``sleep(0)``, which only yields; ``x.wait(t)`` or ``x.wait(timeout=t)``
     whose one argument is a duration that is not None (``Event().wait(60)``,
-    ``stop.wait(timeout=5)``; not a module's ``asyncio.wait(fs)`` nor ``conn.wait(gen,
-    timeout=5)``, which wait for I/O); ``asyncio.wait_for(event.wait(), timeout)``; and a call
-    of a function of this file that always waits (on its path when nothing raises). A wait
-    belongs to the innermost loop around it; one in a nested function, lambda or class belongs
-    to no loop around it, and one in an ``except`` block is backoff after a failure.
+    ``stop.wait(timeout=5)``, ``finished.wait(self.interval())``: a call of no arguments named
+    for a duration; not a module's ``asyncio.wait(fs)`` nor ``conn.wait(gen, timeout=5)``,
+    which wait for I/O); ``asyncio.wait_for(event.wait(), timeout)``; a call of a function of
+    this file that always waits (on its path when nothing raises); and a nested loop that only
+    waits (``for _ in range(60): time.sleep(1)``). Otherwise a wait belongs to the innermost
+    loop around it; one in a nested function, lambda or class belongs to no loop around it,
+    and one in an ``except`` block is backoff after a failure.
 
     The *path* of an iteration is what it runs when nothing raises: the body and the ``try``,
     ``else``, ``finally`` and ``with`` blocks in it, not what is under an ``if`` or ``except``.
@@ -72,18 +91,33 @@ class RecurringTimerLoop(Rule):
     - it is a ``for`` over anything but an endless iterator (``itertools.count()``, ``cycle()``,
       ``repeat(x)`` without a count): retries over ``range(n)`` and rate limiters over work items
       end when their iterable does;
-    - its ``while`` condition caps it: an ordering comparison with a clock read in the loop
-      (``time.monotonic() < deadline``), a comparison of a counter the loop steps with ``+=`` or
-      ``-=``, or a value bound in the condition (``while (item := next_item()):``); or the
-      condition reads what the body changes: a name assigned on the path (``while not done:
-      done = check()``) or an object drained, filled or refreshed (``.pop()``, ``.get()``,
-      ``.add()``, ``.reload()``...);
-    - it ends after success: its path reaches a ``break``, ``return`` or ``raise``, either
-      unconditionally or under ``if`` tests that each cap the loop (``if time.monotonic() >
-      deadline: raise``, ``if attempt >= 5:``) or read a value bound on the path (``resp =
-      fetch()`` ... ``if resp.ok: return resp``);
-    - it does no work: its body only waits, logs, does arithmetic and checks, and a branch
-      that leaves the loop does its work once (``if ready(): claim(); break``).
+    - its ``while`` condition caps it: an ordering comparison (a deadline, ``time.monotonic()
+      < deadline``; a counter, ``attempt < 5``; a value moving towards a bound), directly or
+      through a lambda or local function that returns one (``while not expired():``), an
+      equality test of a counter the loop steps with ``+=`` or ``-=``, or a value bound in the
+      condition (``while (item := next_item()):``); or the condition reads what the body
+      changes: a name assigned on the path (``while not done: done = check()``) or an object
+      drained, filled or refreshed (``.pop()``, ``.get()``, ``.add()``, ``.reload()``...). A
+      counter stepped in the body is no cap when the condition lets it off (``while limit is
+      None or count < limit``);
+    - its work comes from elsewhere: its path takes from a queue (``q.get()``, ``q.get(timeout=
+      1)``, ``q.get_nowait()``), waits for an event with no timeout (``changed.wait()``) or
+      prompts (``input()``); the time it waits is a cooldown after the work, not a period;
+    - it is a reconnect supervisor: each of its waits is a backoff, a duration the loop (or
+      the function that sleeps for it) multiplies (``delay = min(delay * 2, 60)``);
+    - it ends after success: its path reaches a ``break``, ``return`` or ``raise`` or ends the
+      process (``sys.exit()``, ``os._exit()``, ``exit()``, the program's ``.shutdown()``),
+      either unconditionally or under ``if`` tests that each cap the loop (``if
+      time.monotonic() > deadline: raise``, ``if attempt >= 5:``) or read a value bound on the
+      path (``resp = fetch()`` ... ``if resp.ok: return resp``); or an ``except`` of a named
+      error leaves it (``os.kill(pid, 0)`` until ``ProcessLookupError``; not ``Exception``,
+      ``KeyboardInterrupt`` or ``CancelledError``, which are failures and stop signals); or it
+      repeats one call inside a ``try`` whose ``except OSError`` (``ProcessLookupError``,
+      ``ChildProcessError``, ``FileNotFoundError``) is around the loop;
+    - it does no work: its body only waits, logs or prints, does arithmetic and checks, and a
+      branch that leaves the loop does its work once (``if ready(): claim(); break``); a
+      ``try`` counts when its ``except`` blocks also do no work or leave
+      (``try: time.sleep(1)`` ``except KeyboardInterrupt: break``).
 
     What is not an end: an ``if`` reading neither a cap nor a value of the path (``if
     stop.is_set(): break``, ``if self._stopping:``), and whatever follows an
@@ -178,6 +212,8 @@ def wait_until_ready(ready, timeout=30.0):
             return
         if timer and not _started(node, function, context):
             return
+        if _held_back(node, function, context, self._read(context)):
+            return
         how = "threading.Timer" if timer else _short(ast.unparse(func))
         self.report(context, node, f"{how} re-arms {function.name}() from inside it; {_FIX}")
 
@@ -202,25 +238,55 @@ def wait_until_ready(ready, timeout=30.0):
                 return
             head = f"while {ast.unparse(loop.test)}"
             test_calls = [n for n in ast.walk(loop.test) if isinstance(n, ast.Call)]
-        body_calls = sorted(
-            (n for n in _own(loop.body, into_handlers=False) if isinstance(n, ast.Call)),
+        own = sorted(
+            (
+                n
+                for n in _own(loop.body, into_handlers=False)
+                if isinstance(n, ast.Call) or (isinstance(n, _LOOPS) and n is not loop)
+            ),
             key=lambda n: (n.lineno, n.col_offset),
         )
-        waits = [w for w in map(file.wait, [*test_calls, *body_calls]) if w is not None]
-        if not waits:
+        waiting = [
+            (node, how)
+            for node in [*test_calls, *own]
+            if (how := file.wait(node) if isinstance(node, ast.Call) else _pause(node, file))
+        ]
+        if not waiting:
+            return
+        # Work that comes from a queue or an event, paced after it arrives: not a clock's.
+        inner = list(_own(loop.body, into_loops=True, into_handlers=False))
+        timed = {
+            id(_argument(c, 0, "fut"))
+            for c in inner
+            if isinstance(c, ast.Call) and file.times_out(c)
+        }
+        if any(isinstance(c, ast.Call) and id(c) not in timed and _takes(c, file) for c in inner):
             return
         facts = _Facts.of(loop, file)
-        if isinstance(loop, ast.While) and self._capped(loop, facts, file):
+        # Backoff between reconnects: the wait grows, there is no period of the clock's.
+        if all(_backoff(node, facts.grown, file) for node, _ in waiting):
+            return
+        if isinstance(loop, ast.While) and self._capped(loop, facts, file, context):
             return
         if _idle(loop.body, file) or _ends(loop.body, facts, file):
             return
+        if _probe_until_raised(loop, context, file):
+            return
+        waits = [how for _, how in waiting]
         detail = f"`{_short(head)}` repeats work and waits on {waits[0]}; {_FIX}"
         self.report(context, loop, detail)
 
     @staticmethod
-    def _capped(loop: ast.While, facts: _Facts, file: _File) -> bool:
+    def _capped(loop: ast.While, facts: _Facts, file: _File, context: Context) -> bool:
         """Whether the condition caps the loop or tracks what the body consumes or produces."""
         if _caps(loop.test, True, facts, file):
+            return True
+        called = {
+            call.func.id
+            for call in ast.walk(loop.test)
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+        }
+        if called & _bounds(loop, context, file):
             return True
         for node in ast.walk(loop.test):
             if isinstance(node, ast.NamedExpr) and not (
@@ -298,7 +364,7 @@ class _File:
             return f"{spelled}()" if spelled == named else f"{spelled}() ({named})"
         if self.signalled(call) or self.times_out(call):
             return _short(ast.unparse(call))
-        local = self._local(func)
+        local = self.local(func)
         if local:
             sleepers = self.sleepers() if sleeping is None else sleeping
             if any(function in sleepers for function in local):
@@ -311,12 +377,16 @@ class _File:
         func = call.func
         if not isinstance(func, ast.Attribute) or func.attr != "wait":
             return False
-        if self._is_module(func.value) or len(call.args) + len(call.keywords) != 1:
+        if self.is_module(func.value) or len(call.args) + len(call.keywords) != 1:
             return False
         given = _timeout(call, 0)
         if given is None or (isinstance(given, ast.Constant) and not _number(given.value)):
             return False
-        return _arithmetic(given, self)
+        return all(
+            self.is_clock(sub) or _arithmetic_call(sub) or _duration_getter(sub)
+            for sub in ast.walk(given)
+            if isinstance(sub, ast.Call)
+        )
 
     def times_out(self, call: ast.Call) -> bool:
         """Whether ``call`` is ``asyncio.wait_for(event.wait(), timeout)``: it raises on timeout,
@@ -371,11 +441,11 @@ class _File:
         last = func.attr if isinstance(func, ast.Attribute) else self.dotted(func) or ""
         return last.rsplit(".", 1)[-1] in _CLOCKS
 
-    def _is_module(self, node: ast.expr) -> bool:
+    def is_module(self, node: ast.expr) -> bool:
         key = _key(node)
         return key is not None and key.split(".")[0] in self.modules
 
-    def _local(self, func: ast.expr) -> list[_Function]:
+    def local(self, func: ast.expr) -> list[_Function]:
         if isinstance(func, ast.Name) and func.id not in self.imports:
             return self.functions.get(func.id, [])
         if (
@@ -395,6 +465,7 @@ class _Facts:
     clocks: set[str]  # chains the loop assigns a clock reading to
     produced: set[str]  # chains bound on the path an iteration takes when nothing raises
     subjects: set[str]  # chains the while condition reads
+    grown: set[str] = field(default_factory=set)  # chains the loop multiplies: backoff delays
 
     @classmethod
     def of(cls, loop: ast.While | ast.For, file: _File) -> _Facts:
@@ -420,7 +491,7 @@ class _Facts:
             subjects = set(_chains(loop.test))
         produced = {key for stmt in _straight(loop.body) for key in _bound(stmt)}
         produced.update(n.target.id for n in _own(loop.body) if isinstance(n, ast.NamedExpr))
-        return cls(stepped, clocks, produced, subjects)
+        return cls(stepped, clocks, produced, subjects, _grown(loop.body))
 
 
 def _caps(test: ast.expr, going_on: bool, facts: _Facts, file: _File) -> bool:
@@ -433,10 +504,9 @@ def _caps(test: ast.expr, going_on: bool, facts: _Facts, file: _File) -> bool:
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return _caps(test.operand, not going_on, facts, file)
     if isinstance(test, ast.Compare):
-        operands = [test.left, *test.comparators]
-        if any(isinstance(op, _ORDERING) for op in test.ops) and any(
-            file.reads_clock(operand, facts.clocks) for operand in operands
-        ):
+        # An ordering comparison is a bound: a deadline (`time.monotonic() < end`), a counter
+        # (`attempt < 5`) or a value the loop moves towards (`self.temp < target`).
+        if any(isinstance(op, _ORDERING) for op in test.ops):
             return True
         if not any(isinstance(op, (*_ORDERING, ast.Eq, ast.NotEq)) for op in test.ops):
             return False
@@ -446,9 +516,11 @@ def _caps(test: ast.expr, going_on: bool, facts: _Facts, file: _File) -> bool:
 def _ends(body: list[ast.stmt], facts: _Facts, file: _File) -> bool:
     """Whether an iteration that raises nothing leaves the loop at an end (see the rule)."""
     for stmt in body:
-        if isinstance(stmt, _EXITS):
+        if _exits(stmt):
             return True
-        if any(_rooted(subject, _bound(stmt)) for subject in facts.subjects):
+        # A counter the loop steps caps it only if the condition says so (`_caps`): in `while
+        # limit is None or count < limit` it does not.
+        if any(_rooted(subject, _bound(stmt) - facts.stepped) for subject in facts.subjects):
             return True  # the condition's flag, assigned on this path
         if not isinstance(stmt, ast.If | ast.Try | ast.TryStar | ast.With | ast.AsyncWith) and any(
             isinstance(node, ast.Call) and file.times_out(node) for node in _own([stmt])
@@ -461,6 +533,9 @@ def _ends(body: list[ast.stmt], facts: _Facts, file: _File) -> bool:
                 return True
         elif isinstance(stmt, ast.Try | ast.TryStar):
             if _ends([*stmt.body, *stmt.orelse, *stmt.finalbody], facts, file):
+                return True
+            # `os.kill(pid, 0)` until ProcessLookupError: the awaited end comes as an exception.
+            if any(_awaited(handler.type) and _leaves(handler.body) for handler in stmt.handlers):
                 return True
         elif isinstance(stmt, ast.With | ast.AsyncWith) and _ends(stmt.body, facts, file):
             return True
@@ -479,8 +554,16 @@ def _ends_on(test: ast.expr, facts: _Facts, file: _File) -> bool:
 def _idle(body: list[ast.stmt], file: _File) -> bool:
     """Whether ``body`` does no work: waits, logs, arithmetic, and checks that may leave."""
     for stmt in body:
-        if isinstance(stmt, ast.Pass | ast.Continue | ast.Break | ast.Return | ast.Raise):
+        if isinstance(stmt, ast.Pass | ast.Continue) or _exits(stmt):
             continue
+        if isinstance(stmt, _LOOPS) and _pause(stmt, file):
+            continue
+        if isinstance(stmt, ast.Try | ast.TryStar):
+            if _idle([*stmt.body, *stmt.orelse, *stmt.finalbody], file) and all(
+                _idle(handler.body, file) or _leaves(handler.body) for handler in stmt.handlers
+            ):
+                continue
+            return False
         if isinstance(stmt, ast.Expr):
             value = stmt.value.value if isinstance(stmt.value, ast.Await) else stmt.value
             if isinstance(value, ast.Constant):
@@ -500,7 +583,7 @@ def _idle(body: list[ast.stmt], file: _File) -> bool:
         if not all(_idle(branch, file) or _leaves(branch) for branch in (stmt.body, stmt.orelse)):
             return False
         # `if not sync(): sleep(60)` runs sync() every turn; `if ready(): break` only checks.
-        exits = any(isinstance(n, _EXITS) for n in _own([*stmt.body, *stmt.orelse]))
+        exits = any(isinstance(n, ast.stmt) and _exits(n) for n in _own([*stmt.body, *stmt.orelse]))
         if not exits and not _arithmetic(stmt.test, file):
             return False
     return True
@@ -508,20 +591,230 @@ def _idle(body: list[ast.stmt], file: _File) -> bool:
 
 def _leaves(body: list[ast.stmt]) -> bool:
     """Whether ``body`` leaves the loop on the path it takes when nothing raises."""
-    return any(isinstance(stmt, _EXITS) for stmt in _straight(body))
+    return any(_exits(stmt) for stmt in _straight(body))
+
+
+def _exits(stmt: ast.stmt) -> bool:
+    """Whether ``stmt`` leaves the loop: ``break``, ``return``, ``raise``, or ends the process
+    (``sys.exit()``, ``os._exit()``, ``exit()``)."""
+    if isinstance(stmt, _EXITS):
+        return True
+    if not isinstance(stmt, ast.Expr) or not isinstance(stmt.value, ast.Call):
+        return False
+    func = stmt.value.func
+    if isinstance(func, ast.Attribute):
+        if func.attr == "shutdown":  # the program's own shutdown: `plexpy.shutdown()`
+            return True
+        return isinstance(func.value, ast.Name) and (func.value.id, func.attr) in {
+            ("sys", "exit"),
+            ("os", "_exit"),
+            ("os", "abort"),
+        }
+    return isinstance(func, ast.Name) and func.id in ("exit", "quit", "_exit")
+
+
+def _awaited(caught: ast.expr | None) -> bool:
+    """Whether an ``except`` of ``caught`` is an end the loop waits for: a named error, not a
+    stop signal nor any failure (`_STOPS`)."""
+    if caught is None:
+        return False
+    if isinstance(caught, ast.Tuple):
+        return bool(caught.elts) and all(_awaited(element) for element in caught.elts)
+    name = caught.attr if isinstance(caught, ast.Attribute) else getattr(caught, "id", None)
+    return name is not None and name not in _STOPS
+
+
+def _pause(loop: ast.AST, file: _File) -> str | None:
+    """How a nested loop that only waits (``for _ in range(60): time.sleep(1)``, ``while
+    time.monotonic() < end: ...``) waits, as the report says it; None for any other loop."""
+    if isinstance(loop, ast.For):
+        bounded = (
+            isinstance(loop.iter, ast.Call)
+            and isinstance(loop.iter.func, ast.Name)
+            and loop.iter.func.id == "range"
+            and _arithmetic(loop.iter, file, allow={"range"})
+        )
+        head = f"for ... in {ast.unparse(loop.iter)}"
+    elif isinstance(loop, ast.While):
+        bounded = _arithmetic(loop.test, file)
+        head = f"while {ast.unparse(loop.test)}"
+    else:
+        return None
+    if not bounded or not _idle(loop.body, file):
+        return None
+    inner = next(
+        (how for n in _own(loop.body) if isinstance(n, ast.Call) and (how := file.wait(n))), None
+    )
+    return None if inner is None else f"{inner} in `{_short(head, 32)}`"
+
+
+def _takes(call: ast.Call, file: _File) -> bool:
+    """Whether ``call`` takes work from a queue (``q.get()``, ``q.get(timeout=1)``,
+    ``q.get_nowait()``) or waits, untimed, for an event (``changed.wait()``)."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id == "input"  # a prompt: the work comes from whoever answers
+    if not isinstance(func, ast.Attribute) or file.is_module(func.value):
+        return False
+    if func.attr == "wait":
+        return _waits(call)
+    if func.attr == "get_nowait":
+        return not call.args and not call.keywords
+    if func.attr != "get":
+        return False
+    # A queue's get takes (block, timeout) alone; `api.get("/status")`, `d.get(key)` do not.
+    plain = all(isinstance(a, ast.Constant) and not isinstance(a.value, str) for a in call.args)
+    return plain and all(k.arg in ("block", "timeout") for k in call.keywords)
+
+
+def _grown(body: list[ast.stmt]) -> set[str]:
+    """The chains ``body`` multiplies (``delay *= 2``, ``delay = min(delay * 2, 60)``)."""
+    grown: set[str] = set()
+    for node in _own(body, into_loops=True):
+        if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Mult | ast.LShift):
+            grown.update(_targets(node.target))
+        elif isinstance(node, ast.Assign):
+            chains = {key for target in node.targets for key in _targets(target)}
+            for sub in ast.walk(node.value):
+                if isinstance(sub, ast.BinOp) and isinstance(sub.op, ast.Mult | ast.LShift):
+                    grown.update(chains & {_key(sub.left), _key(sub.right)})
+    return grown
+
+
+def _backoff(node: ast.AST, grown: set[str], file: _File) -> bool:
+    """Whether the wait ``node`` is a backoff: its duration is one the loop (or the function of
+    the file that sleeps for it) multiplies."""
+    if not isinstance(node, ast.Call):
+        return False
+    named = file.dotted(node.func)
+    if named in _SLEEPS:
+        duration = _argument(node, 0, "seconds")
+    elif file.signalled(node):
+        duration = _timeout(node, 0)
+    else:
+        local = file.local(node.func)
+        return bool(local) and all(
+            any(
+                _backoff(call, _grown(function.body), file)
+                for call in _path_calls(function.body)
+                if isinstance(call, ast.Call)
+            )
+            for function in local
+        )
+    return duration is not None and any(chain in grown for chain in _chains(duration))
+
+
+def _bounds(loop: ast.AST, context: Context, file: _File) -> set[str]:
+    """The names that hold a bound in the loop's function (or module): a lambda or a function
+    whose result is an ordering comparison (``expired = lambda: time.monotonic() > end``)."""
+    scope: ast.AST | None = next(
+        (a for a in context.ancestors(loop) if isinstance(a, _Function | ast.Module)), None
+    )
+    found: set[str] = set()
+    for node in _own(getattr(scope, "body", [])):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda):
+            if _ordering(node.value.body, file):
+                found.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, _Function) and node is not scope:
+            returns = [r.value for r in ast.walk(node) if isinstance(r, ast.Return) and r.value]
+            if returns and all(_ordering(value, file) for value in returns):
+                found.add(node.name)
+    return found
+
+
+def _ordering(node: ast.expr, file: _File) -> bool:
+    del file
+    return any(
+        isinstance(sub, ast.Compare) and any(isinstance(op, _ORDERING) for op in sub.ops)
+        for sub in ast.walk(node)
+    )
+
+
+def _probe_until_raised(loop: ast.AST, context: Context, file: _File) -> bool:
+    """Whether the loop repeats one call until it raises a named error, caught around the loop
+    (``try: while True: os.kill(pid, SIGTERM); time.sleep(0.1)`` ``except OSError:``)."""
+    work = [
+        stmt
+        for stmt in getattr(loop, "body", [])
+        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call | ast.Await))
+        or not _idle([stmt], file)
+    ]
+    if len(work) != 1 or not isinstance(work[0], ast.Expr):
+        return False
+    for ancestor in context.ancestors(loop):
+        if isinstance(ancestor, _SCOPES):
+            return False
+        if isinstance(ancestor, ast.Try | ast.TryStar) and any(
+            _names(handler.type) & _PROCESS_GONE for handler in ancestor.handlers
+        ):
+            return True
+    return False
+
+
+def _names(caught: ast.expr | None) -> set[str]:
+    """The last names of the exception classes an ``except`` catches."""
+    elements = caught.elts if isinstance(caught, ast.Tuple) else [caught]
+    return {
+        element.attr if isinstance(element, ast.Attribute) else element.id
+        for element in elements
+        if isinstance(element, ast.Attribute | ast.Name)
+    }
+
+
+def _held_back(timer: ast.Call, function: _Function, context: Context, file: _File) -> bool:
+    """Whether the timer is a one-shot hold-back: created under an ``if`` on the time (a
+    throttle: ``if delta > 0:``, ``delta`` computed from a clock) or on the timer itself (a
+    debounce: ``if self._timer is None:``)."""
+    tests = []
+    for ancestor in context.ancestors(timer):
+        if ancestor is function:
+            break
+        if isinstance(ancestor, ast.If):
+            tests.append(ancestor.test)
+    if not tests:
+        return False
+    clocks: set[str] = set()
+    for _ in range(2):  # `now = time.time()`, then `delta = last + rate - now`
+        for node in ast.walk(function):
+            if isinstance(node, ast.Assign) and file.reads_clock(node.value, clocks):
+                clocks.update(key for target in node.targets for key in _targets(target))
+    parent = context.parent(timer)
+    bound: set[str] = set()
+    if isinstance(parent, ast.Assign):
+        bound = {key for target in parent.targets for key in _targets(target)}
+    return any(
+        file.reads_clock(test, clocks) or any(chain in bound for chain in _chains(test))
+        for test in tests
+    )
 
 
 def _number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _arithmetic(node: ast.expr, file: _File) -> bool:
-    """Whether the only calls in ``node`` are clock readings and min/max/abs/int/float/round."""
+def _arithmetic(
+    node: ast.expr, file: _File, allow: frozenset[str] | set[str] = frozenset()
+) -> bool:
+    """Whether the only calls in ``node`` are clock readings and min/max/abs/int/float/round
+    (and the names in ``allow``)."""
     return all(
-        file.is_clock(call) or (isinstance(call.func, ast.Name) and call.func.id in _ARITHMETIC)
+        file.is_clock(call)
+        or _arithmetic_call(call)
+        or (isinstance(call.func, ast.Name) and call.func.id in allow)
         for call in ast.walk(node)
         if isinstance(call, ast.Call)
     )
+
+
+def _arithmetic_call(call: ast.Call) -> bool:
+    return isinstance(call.func, ast.Name) and call.func.id in _ARITHMETIC
+
+
+def _duration_getter(call: ast.Call) -> bool:
+    """``self.interval()``, ``get_timeout()``: a call of no arguments named for a duration."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return not call.args and not call.keywords and any(w in name.lower() for w in _DURATION_WORDS)
 
 
 def _waits(node: ast.expr | None) -> bool:
