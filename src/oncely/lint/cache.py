@@ -43,7 +43,7 @@ from oncely.lint.rules.base import module_name
 #: Where the cache lives, relative to the config root (the directory of pyproject.toml).
 CACHE_DIR = Path(CACHE_FOLDER)
 _DOCUMENT = "findings.json"
-_FORMAT = 3
+_FORMAT = 4
 _LINT_PACKAGE = Path(__file__).resolve().parent
 
 
@@ -110,7 +110,9 @@ class LintCache:
             "module": module,
             "digest": digest,
             "stat": stat,
-            "findings": [[f.line, f.col, f.code, f.message] for f in findings],
+            "findings": [
+                [f.line, f.col, f.code, f.message, f.justification, f.level] for f in findings
+            ],
         }
         self._changed = True
 
@@ -183,8 +185,9 @@ def _settings_digest(config: LintConfig, codes: Sequence[str]) -> str:
             [code, config.options.get(code) or {}, list(config.allow.get(code, ()))]
             for code in sorted(codes)
         ],
-        # The engine reports these two itself when enabled, whichever rules run.
-        "engine": [config.enabled(code) for code in ("ONC000", "ONC001")],
+        # The engine reports these itself when enabled, whichever rules run.
+        "engine": [config.enabled(code) for code in ("ONC000", "ONC001", "ONC002")],
+        "target": config.target_version,
     }
     return hashlib.sha256(json.dumps(settings, sort_keys=True, default=repr).encode()).hexdigest()
 
@@ -221,8 +224,16 @@ def _load(path: Path) -> dict[str, dict[str, Any]]:
 def _findings(stored: Any, shown: str) -> list[Finding] | None:
     try:
         return [
-            Finding(shown, int(line), int(col), str(code), str(message))
-            for line, col, code, message in stored
+            Finding(
+                shown,
+                int(line),
+                int(col),
+                str(code),
+                str(message),
+                None if justification is None else str(justification),
+                str(level),
+            )
+            for line, col, code, message, justification, level in stored
         ]
     except (TypeError, ValueError):
         return None
