@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oncely.lint.config import LintConfig
-from oncely.lint.discovery import python_files_under
+from oncely.lint.discovery import is_regular, nonblocking, python_files_under, read_regular
 from oncely.lint.finding import NOTE, Finding
 from oncely.lint.parallel import MAX_BATCHES, share
 from oncely.lint.rules import Context, Rule, all_rules, rule_codes
@@ -118,6 +118,8 @@ def _sources(paths: Iterable[Path], config: LintConfig) -> Iterator[_Source]:
     resolver = _Resolver(config.root)
     for path in paths:
         if not path.is_dir():
+            if not is_regular(str(path)):
+                continue  # a FIFO or a device named on the command line: nothing to lint
             relative = resolver.relative(str(path))
             shown = relative if path.is_absolute() else path.as_posix()
             if not config.excludes(relative):
@@ -180,8 +182,11 @@ def lint_files(
     pending: list[tuple[int, _Source, bytes]] = []
     for index, source in enumerate(sources):
         if cache is None:
-            with open(source.path, "rb") as file:
-                data = file.read()
+            with open(source.path, "rb", opener=nonblocking) as file:
+                read = read_regular(file)
+            if read is None:
+                continue  # no longer a regular file
+            data = read
         else:
             cached = cache.get(source.relative, source.path, source.shown)
             if not isinstance(cached, bytes):
