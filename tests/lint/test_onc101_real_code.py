@@ -310,6 +310,21 @@ def wait_for_signal(app):
 """,
         id="keep-alive-until-a-signal-shuts-the-program-down",
     ),
+    pytest.param(
+        """\
+import time
+
+def show(self):
+    leave = False
+    while not leave:
+        self.update()
+        if not self.quiet:
+            leave = self.screen.redraw(self.stats, timeout=self.refresh)
+        else:
+            time.sleep(self.refresh)
+""",
+        id="display-loop-ends-when-the-screen-says-so",
+    ),
 ]
 
 MISSES = [
@@ -408,6 +423,33 @@ def sync_forever(sync):
         pass
 """,
         id="a-timer-that-dies-on-an-error-still-fires",
+    ),
+    pytest.param(
+        """\
+import time
+
+def refresh_forever(self, elapsed):
+    while True:  # fires
+        self.update()
+        time.sleep(self.interval - elapsed.get())
+""",
+        id="a-get-inside-an-expression-is-no-queue",
+    ),
+    pytest.param(
+        """\
+from threading import Timer
+
+class Plugin:
+    def arm(self, interval, method):
+        timer = Timer(interval=interval, function=self.poll, kwargs={"method": method})  # fires
+        timer.start()
+
+    def poll(self, interval, method):
+        if method in self.pollers:
+            method()
+            self.arm(interval, method)
+""",
+        id="timer-re-armed-through-a-helper",
     ),
 ]
 

@@ -68,7 +68,9 @@ class RecurringTimerLoop(Rule):
       running:``, ``for _ in itertools.count():``) whose body sleeps or waits with a timeout, or
       ``while not stop.wait(60):``, the wait being the loop's condition;
     - a ``threading.Timer`` created and started inside the function it calls back (it re-arms
-      itself), and ``loop.call_later(delay, f)`` / ``loop.call_at(when, f)`` inside ``f``;
+      itself), or inside a function of the file that the callback calls (``poll()`` calls
+      ``arm()``, which starts a Timer of ``poll``), and ``loop.call_later(delay, f)`` /
+      ``loop.call_at(when, f)`` inside ``f`` or such a function;
       not one created under an ``if`` on the time or on the timer itself (``if delta > 0:``,
       ``if self._timer is None:``): a throttle's or a debounce's one-shot hold-back.
 
@@ -96,13 +98,15 @@ class RecurringTimerLoop(Rule):
       through a lambda or local function that returns one (``while not expired():``), an
       equality test of a counter the loop steps with ``+=`` or ``-=``, or a value bound in the
       condition (``while (item := next_item()):``); or the condition reads what the body
-      changes: a name assigned on the path (``while not done: done = check()``) or an object
+      changes: a name assigned on the path (``while not done: done = check()``), or anywhere in
+      the body from a call (``leave = self.screen.redraw(...)`` under an ``if``), or an object
       drained, filled or refreshed (``.pop()``, ``.get()``, ``.add()``, ``.reload()``...). A
       counter stepped in the body is no cap when the condition lets it off (``while limit is
       None or count < limit``);
-    - its work comes from elsewhere: its path takes from a queue (``q.get()``, ``q.get(timeout=
-      1)``, ``q.get_nowait()``), waits for an event with no timeout (``changed.wait()``) or
-      prompts (``input()``); the time it waits is a cooldown after the work, not a period;
+    - its work comes from elsewhere: its path takes from a queue (``item = q.get()``, ``q.get(
+      timeout=1)``, ``q.get_nowait()``, as a statement or an assigned value), waits for an event
+      with no timeout (``changed.wait()``) or prompts (``input()``); the time it waits is a
+      cooldown after the work, not a period;
     - it is a reconnect supervisor: each of its waits is a backoff, a duration the loop (or
       the function that sleeps for it) multiplies (``delay = min(delay * 2, 60)``);
     - it ends after success: its path reaches a ``break``, ``return`` or ``raise`` or ends the
@@ -208,14 +212,28 @@ def wait_until_ready(ready, timeout=30.0):
         if callback is None or (timer and self._read(context).dotted(func) != "threading.Timer"):
             return
         function = _enclosing_function(node, context)
-        if function is None or not _refers(callback, function):
+        if function is None:
+            return
+        # The callback is the function itself, or one that calls it back (errbot's poller():
+        # program_next_poll() arms a Timer of poller(), which calls program_next_poll()).
+        called_back = function if _refers(callback, function) else None
+        if called_back is None:
+            called_back = next(
+                (f for f in self._read(context).local(callback) if _calls(f, function)), None
+            )
+        if called_back is None:
             return
         if timer and not _started(node, function, context):
             return
         if _held_back(node, function, context, self._read(context)):
             return
         how = "threading.Timer" if timer else _short(ast.unparse(func))
-        self.report(context, node, f"{how} re-arms {function.name}() from inside it; {_FIX}")
+        where = (
+            "from inside it"
+            if called_back is function
+            else f"through {function.name}(), which it calls"
+        )
+        self.report(context, node, f"{how} re-arms {called_back.name}() {where}; {_FIX}")
 
     def _read(self, context: Context) -> _File:
         """The file's imports and functions, read once per file on first need."""
@@ -255,12 +273,7 @@ def wait_until_ready(ready, timeout=30.0):
             return
         # Work that comes from a queue or an event, paced after it arrives: not a clock's.
         inner = list(_own(loop.body, into_loops=True, into_handlers=False))
-        timed = {
-            id(_argument(c, 0, "fut"))
-            for c in inner
-            if isinstance(c, ast.Call) and file.times_out(c)
-        }
-        if any(isinstance(c, ast.Call) and id(c) not in timed and _takes(c, file) for c in inner):
+        if any(_takes(call, file) for call in _statement_calls(inner)):
             return
         facts = _Facts.of(loop, file)
         # Backoff between reconnects: the wait grows, there is no period of the clock's.
@@ -288,6 +301,14 @@ def wait_until_ready(ready, timeout=30.0):
         }
         if called & _bounds(loop, context, file):
             return True
+        for node in _own(loop.body, into_loops=True, into_handlers=False):
+            # `leave = self.screen.redraw(...)` in a branch: the loop ends when the call says so.
+            if (
+                isinstance(node, ast.Assign)
+                and _answer(node.value)
+                and any(key in facts.subjects for t in node.targets for key in _targets(t))
+            ):
+                return True
         for node in ast.walk(loop.test):
             if isinstance(node, ast.NamedExpr) and not (
                 isinstance(node.value, ast.Call) and file.wait(node.value)
@@ -648,6 +669,27 @@ def _pause(loop: ast.AST, file: _File) -> str | None:
     return None if inner is None else f"{inner} in `{_short(head, 32)}`"
 
 
+def _answer(value: ast.expr) -> bool:
+    """Whether ``value`` is what a call of work answers: a call, not only ``is_set()``."""
+    calls = [node for node in ast.walk(value) if isinstance(node, ast.Call)]
+    return any(_last(call.func) != "is_set" for call in calls)
+
+
+def _last(func: ast.expr) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
+def _statement_calls(nodes: Iterable[ast.AST]) -> Iterator[ast.Call]:
+    """The calls that are whole statements or whole assigned values (awaited or not): ``item =
+    q.get()``, ``await changed.wait()``; not a call inside an expression (``t - clock.get()``)."""
+    for node in nodes:
+        value = node.value if isinstance(node, ast.Expr | ast.Assign | ast.AnnAssign) else None
+        if isinstance(value, ast.Await):
+            value = value.value
+        if isinstance(value, ast.Call):
+            yield value
+
+
 def _takes(call: ast.Call, file: _File) -> bool:
     """Whether ``call`` takes work from a queue (``q.get()``, ``q.get(timeout=1)``,
     ``q.get_nowait()``) or waits, untimed, for an event (``changed.wait()``)."""
@@ -971,6 +1013,14 @@ def _refers(node: ast.expr, function: _Function) -> bool:
     if isinstance(node, ast.Lambda):
         return isinstance(node.body, ast.Call) and _refers(node.body.func, function)
     return False
+
+
+def _calls(caller: _Function, callee: _Function) -> bool:
+    """Whether ``caller`` calls ``callee`` (by name, or ``self.<name>``), behind a stop switch
+    or not."""
+    return any(
+        isinstance(call, ast.Call) and _refers(call.func, callee) for call in _own(caller.body)
+    )
 
 
 def _started(timer: ast.Call, function: _Function, context: Context) -> bool:
