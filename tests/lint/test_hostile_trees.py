@@ -86,13 +86,12 @@ def test_a_cache_entry_edited_to_no_findings_is_not_trusted(
     root = _project(tmp_path)
     assert _lint(root, "pkg", monkeypatch=monkeypatch) == 1
     document = root / CACHE_DIR / "findings.json"
-    outer = json.loads(document.read_text())
-    body = json.loads(outer["body"])
+    mac, body_text = document.read_text().split("\n", 1)
+    body = json.loads(body_text)
     [entry] = body["entries"].values()
     assert [code for _, _, code, *_ in entry["findings"]] == ["ONC101"]
     entry["findings"] = []
-    outer["body"] = json.dumps(body, separators=(",", ":"))
-    document.write_text(json.dumps(outer))  # the seal is left as it was
+    document.write_text(f"{mac}\n{json.dumps(body)}")  # the seal is left as it was
     for manifest in (root / CACHE_FOLDER).glob("run-*.json"):
         manifest.unlink()  # a run answered whole would not read the entry at all
     capsys.readouterr()
@@ -106,11 +105,10 @@ def test_a_manifest_edited_to_a_clean_run_is_not_replayed(
     root = _project(tmp_path)
     assert _lint(root, "pkg", monkeypatch=monkeypatch) == 1
     [manifest] = (root / CACHE_FOLDER).glob("run-*.json")
-    outer = json.loads(manifest.read_text())
-    body = json.loads(outer["body"])
+    mac, body_text = manifest.read_text().split("\n", 1)
+    body = json.loads(body_text)
     body.update(out="", err="", status=0)
-    outer["body"] = json.dumps(body, separators=(",", ":"))
-    manifest.write_text(json.dumps(outer))
+    manifest.write_text(f"{mac}\n{json.dumps(body)}")
     capsys.readouterr()
     assert _lint(root, "pkg", monkeypatch=monkeypatch) == 1
     assert capsys.readouterr().out.startswith("pkg/timer.py:3:1: ONC101")
