@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from oncely.lint.rules import _paths as paths
 from oncely.lint.rules.base import Context, Rule
 
 _FIX = "schedule it with @app.job(oncely.every(...)) instead"
@@ -52,8 +53,6 @@ _PROCESS_GONE = frozenset(
 )
 # Callees whose result, as a wait's timeout, is a duration: `stop.wait(self.interval())`.
 _DURATION_WORDS = ("interval", "timeout", "delay", "period", "second", "wait", "remaining")
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-_LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _EXITS = (ast.Break, ast.Return, ast.Raise)
 _ORDERING = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 
@@ -207,7 +206,7 @@ def wait_until_ready(ready, timeout=30.0):
         func = node.func
         called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
         timer = called not in _CALLBACK_TIMERS
-        callback = _argument(node, 1, "function" if timer else "callback")
+        callback = paths.argument(node, 1, "function" if timer else "callback")
         # Cheapest tests first: most calls are neither a Timer nor call_later/call_at.
         if callback is None or (timer and self._read(context).dotted(func) != "threading.Timer"):
             return
@@ -227,7 +226,7 @@ def wait_until_ready(ready, timeout=30.0):
             return
         if _held_back(node, function, context, self._read(context)):
             return
-        how = "threading.Timer" if timer else _short(ast.unparse(func))
+        how = "threading.Timer" if timer else paths.short(ast.unparse(func))
         where = (
             "from inside it"
             if called_back is function
@@ -259,8 +258,8 @@ def wait_until_ready(ready, timeout=30.0):
         own = sorted(
             (
                 n
-                for n in _own(loop.body, into_handlers=False)
-                if isinstance(n, ast.Call) or (isinstance(n, _LOOPS) and n is not loop)
+                for n in paths.own(loop.body, into_handlers=False)
+                if isinstance(n, ast.Call) or (isinstance(n, paths.LOOPS) and n is not loop)
             ),
             key=lambda n: (n.lineno, n.col_offset),
         )
@@ -272,8 +271,8 @@ def wait_until_ready(ready, timeout=30.0):
         if not waiting:
             return
         # Work that comes from a queue or an event, paced after it arrives: not a clock's.
-        inner = list(_own(loop.body, into_loops=True, into_handlers=False))
-        if any(_takes(call, file) for call in _statement_calls(inner)):
+        inner = list(paths.own(loop.body, into_loops=True, into_handlers=False))
+        if any(_takes(call, file) for call in paths.statement_calls(inner)):
             return
         facts = _Facts.of(loop, file)
         # Backoff between reconnects: the wait grows, there is no period of the clock's.
@@ -286,7 +285,7 @@ def wait_until_ready(ready, timeout=30.0):
         if _probe_until_raised(loop, context, file):
             return
         waits = [how for _, how in waiting]
-        detail = f"`{_short(head)}` repeats work and waits on {waits[0]}; {_FIX}"
+        detail = f"`{paths.short(head)}` repeats work and waits on {waits[0]}; {_FIX}"
         self.report(context, loop, detail)
 
     @staticmethod
@@ -301,12 +300,12 @@ def wait_until_ready(ready, timeout=30.0):
         }
         if called & _bounds(loop, context, file):
             return True
-        for node in _own(loop.body, into_loops=True, into_handlers=False):
+        for node in paths.own(loop.body, into_loops=True, into_handlers=False):
             # `leave = self.screen.redraw(...)` in a branch: the loop ends when the call says so.
             if (
                 isinstance(node, ast.Assign)
                 and _answer(node.value)
-                and any(key in facts.subjects for t in node.targets for key in _targets(t))
+                and any(key in facts.subjects for t in node.targets for key in paths.assigned(t))
             ):
                 return True
         for node in ast.walk(loop.test):
@@ -314,16 +313,16 @@ def wait_until_ready(ready, timeout=30.0):
                 isinstance(node.value, ast.Call) and file.wait(node.value)
             ):
                 return True
-        for node in _own(loop.body, into_loops=True):
+        for node in paths.own(loop.body, into_loops=True):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                receiver, method = _key(node.func.value), node.func.attr
+                receiver, method = paths.chain_of(node.func.value), node.func.attr
                 if method in _CHANGES and receiver in facts.subjects:
                     return True
-                if method in _REFRESHES and receiver and _rooted_in(facts.subjects, receiver):
+                if method in _REFRESHES and receiver and paths.rooted_in(facts.subjects, receiver):
                     return True
             elif isinstance(node, ast.Delete):
                 deleted = (t.value for t in node.targets if isinstance(t, ast.Subscript))
-                if any(_key(value) in facts.subjects for value in deleted):
+                if any(paths.chain_of(value) in facts.subjects for value in deleted):
                     return True
         return False
 
@@ -378,13 +377,13 @@ class _File:
         func = call.func
         named = self.dotted(func)
         if named in _SLEEPS:
-            given = _argument(call, 0, "seconds")
+            given = paths.argument(call, 0, "seconds")
             if isinstance(given, ast.Constant) and given.value == 0:
                 return None  # sleep(0) yields to other threads or tasks, it waits on no time
             spelled = ast.unparse(func)
             return f"{spelled}()" if spelled == named else f"{spelled}() ({named})"
         if self.signalled(call) or self.times_out(call):
-            return _short(ast.unparse(call))
+            return paths.short(ast.unparse(call))
         local = self.local(func)
         if local:
             sleepers = self.sleepers() if sleeping is None else sleeping
@@ -400,8 +399,8 @@ class _File:
             return False
         if self.is_module(func.value) or len(call.args) + len(call.keywords) != 1:
             return False
-        given = _timeout(call, 0)
-        if given is None or (isinstance(given, ast.Constant) and not _number(given.value)):
+        given = paths.timeout(call, 0)
+        if given is None or (isinstance(given, ast.Constant) and not paths.number(given.value)):
             return False
         return all(
             self.is_clock(sub) or _arithmetic_call(sub) or _duration_getter(sub)
@@ -414,8 +413,8 @@ class _File:
         so returning from it means the event was set."""
         return (
             self.dotted(call.func) == "asyncio.wait_for"
-            and _timeout(call, 1) is not None
-            and _waits(_argument(call, 0, "fut"))
+            and paths.timeout(call, 1) is not None
+            and _waits(paths.argument(call, 0, "fut"))
         )
 
     def sleepers(self) -> set[_Function]:
@@ -432,7 +431,7 @@ class _File:
                 for function in every:
                     if function not in found and any(
                         isinstance(node, ast.Call) and self.wait(node, found)
-                        for node in _path_calls(function.body)
+                        for node in paths.path_calls(function.body)
                     ):
                         found.add(function)
                         grew = True
@@ -453,7 +452,7 @@ class _File:
         for sub in ast.walk(node):
             if isinstance(sub, ast.Call) and self.is_clock(sub):
                 return True
-            if isinstance(sub, ast.Name | ast.Attribute) and _key(sub) in clocks:
+            if isinstance(sub, ast.Name | ast.Attribute) and paths.chain_of(sub) in clocks:
                 return True
         return False
 
@@ -463,7 +462,7 @@ class _File:
         return last.rsplit(".", 1)[-1] in _CLOCKS
 
     def is_module(self, node: ast.expr) -> bool:
-        key = _key(node)
+        key = paths.chain_of(node)
         return key is not None and key.split(".")[0] in self.modules
 
     def local(self, func: ast.expr) -> list[_Function]:
@@ -492,26 +491,26 @@ class _Facts:
     def of(cls, loop: ast.While | ast.For, file: _File) -> _Facts:
         stepped: set[str] = set()
         clocks: set[str] = set()
-        for node in _own(loop.body, into_loops=True):
+        for node in paths.own(loop.body, into_loops=True):
             if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add | ast.Sub):
-                stepped.update(_targets(node.target))
+                stepped.update(paths.assigned(node.target))
             elif isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                chains = {key for target in targets for key in _targets(target)}
+                chains = {key for target in targets for key in paths.assigned(target)}
                 if file.reads_clock(node.value, set()):
                     clocks.update(chains)
                 value = node.value
                 if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add | ast.Sub):
-                    stepped.update(chains & {_key(value.left)})
+                    stepped.update(chains & {paths.chain_of(value.left)})
             elif isinstance(node, ast.NamedExpr) and file.reads_clock(node.value, set()):
                 clocks.add(node.target.id)
         if isinstance(loop, ast.For):
-            stepped.update(_targets(loop.target))
+            stepped.update(paths.assigned(loop.target))
             subjects: set[str] = set()
         else:
-            subjects = set(_chains(loop.test))
-        produced = {key for stmt in _straight(loop.body) for key in _bound(stmt)}
-        produced.update(n.target.id for n in _own(loop.body) if isinstance(n, ast.NamedExpr))
+            subjects = set(paths.chains(loop.test))
+        produced = {key for stmt in paths.straight(loop.body) for key in paths.bound(stmt)}
+        produced.update(n.target.id for n in paths.own(loop.body) if isinstance(n, ast.NamedExpr))
         return cls(stepped, clocks, produced, subjects, _grown(loop.body))
 
 
@@ -531,7 +530,7 @@ def _caps(test: ast.expr, going_on: bool, facts: _Facts, file: _File) -> bool:
             return True
         if not any(isinstance(op, (*_ORDERING, ast.Eq, ast.NotEq)) for op in test.ops):
             return False
-    return any(chain in facts.stepped for chain in _chains(test))
+    return any(chain in facts.stepped for chain in paths.chains(test))
 
 
 def _ends(body: list[ast.stmt], facts: _Facts, file: _File) -> bool:
@@ -541,10 +540,12 @@ def _ends(body: list[ast.stmt], facts: _Facts, file: _File) -> bool:
             return True
         # A counter the loop steps caps it only if the condition says so (`_caps`): in `while
         # limit is None or count < limit` it does not.
-        if any(_rooted(subject, _bound(stmt) - facts.stepped) for subject in facts.subjects):
+        if any(
+            paths.rooted(subject, paths.bound(stmt) - facts.stepped) for subject in facts.subjects
+        ):
             return True  # the condition's flag, assigned on this path
         if not isinstance(stmt, ast.If | ast.Try | ast.TryStar | ast.With | ast.AsyncWith) and any(
-            isinstance(node, ast.Call) and file.times_out(node) for node in _own([stmt])
+            isinstance(node, ast.Call) and file.times_out(node) for node in paths.own([stmt])
         ):
             return False  # past a wait that returned: the signal came, a stop and not an end
         if isinstance(stmt, ast.If):
@@ -569,7 +570,7 @@ def _ends_on(test: ast.expr, facts: _Facts, file: _File) -> bool:
         return True
     if any(isinstance(node, ast.NamedExpr) for node in ast.walk(test)):
         return True
-    return any(_rooted(chain, facts.produced) for chain in _chains(test))
+    return any(paths.rooted(chain, facts.produced) for chain in paths.chains(test))
 
 
 def _idle(body: list[ast.stmt], file: _File) -> bool:
@@ -577,7 +578,7 @@ def _idle(body: list[ast.stmt], file: _File) -> bool:
     for stmt in body:
         if isinstance(stmt, ast.Pass | ast.Continue) or _exits(stmt):
             continue
-        if isinstance(stmt, _LOOPS) and _pause(stmt, file):
+        if isinstance(stmt, paths.LOOPS) and _pause(stmt, file):
             continue
         if isinstance(stmt, ast.Try | ast.TryStar):
             if _idle([*stmt.body, *stmt.orelse, *stmt.finalbody], file) and all(
@@ -604,7 +605,9 @@ def _idle(body: list[ast.stmt], file: _File) -> bool:
         if not all(_idle(branch, file) or _leaves(branch) for branch in (stmt.body, stmt.orelse)):
             return False
         # `if not sync(): sleep(60)` runs sync() every turn; `if ready(): break` only checks.
-        exits = any(isinstance(n, ast.stmt) and _exits(n) for n in _own([*stmt.body, *stmt.orelse]))
+        exits = any(
+            isinstance(n, ast.stmt) and _exits(n) for n in paths.own([*stmt.body, *stmt.orelse])
+        )
         if not exits and not _arithmetic(stmt.test, file):
             return False
     return True
@@ -612,7 +615,7 @@ def _idle(body: list[ast.stmt], file: _File) -> bool:
 
 def _leaves(body: list[ast.stmt]) -> bool:
     """Whether ``body`` leaves the loop on the path it takes when nothing raises."""
-    return any(_exits(stmt) for stmt in _straight(body))
+    return any(_exits(stmt) for stmt in paths.straight(body))
 
 
 def _exits(stmt: ast.stmt) -> bool:
@@ -664,30 +667,16 @@ def _pause(loop: ast.AST, file: _File) -> str | None:
     if not bounded or not _idle(loop.body, file):
         return None
     inner = next(
-        (how for n in _own(loop.body) if isinstance(n, ast.Call) and (how := file.wait(n))), None
+        (how for n in paths.own(loop.body) if isinstance(n, ast.Call) and (how := file.wait(n))),
+        None,
     )
-    return None if inner is None else f"{inner} in `{_short(head, 32)}`"
+    return None if inner is None else f"{inner} in `{paths.short(head, 32)}`"
 
 
 def _answer(value: ast.expr) -> bool:
     """Whether ``value`` is what a call of work answers: a call, not only ``is_set()``."""
     calls = [node for node in ast.walk(value) if isinstance(node, ast.Call)]
-    return any(_last(call.func) != "is_set" for call in calls)
-
-
-def _last(func: ast.expr) -> str:
-    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-
-
-def _statement_calls(nodes: Iterable[ast.AST]) -> Iterator[ast.Call]:
-    """The calls that are whole statements or whole assigned values (awaited or not): ``item =
-    q.get()``, ``await changed.wait()``; not a call inside an expression (``t - clock.get()``)."""
-    for node in nodes:
-        value = node.value if isinstance(node, ast.Expr | ast.Assign | ast.AnnAssign) else None
-        if isinstance(value, ast.Await):
-            value = value.value
-        if isinstance(value, ast.Call):
-            yield value
+    return any(paths.last(call.func) != "is_set" for call in calls)
 
 
 def _takes(call: ast.Call, file: _File) -> bool:
@@ -712,14 +701,14 @@ def _takes(call: ast.Call, file: _File) -> bool:
 def _grown(body: list[ast.stmt]) -> set[str]:
     """The chains ``body`` multiplies (``delay *= 2``, ``delay = min(delay * 2, 60)``)."""
     grown: set[str] = set()
-    for node in _own(body, into_loops=True):
+    for node in paths.own(body, into_loops=True):
         if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Mult | ast.LShift):
-            grown.update(_targets(node.target))
+            grown.update(paths.assigned(node.target))
         elif isinstance(node, ast.Assign):
-            chains = {key for target in node.targets for key in _targets(target)}
+            chains = {key for target in node.targets for key in paths.assigned(target)}
             for sub in ast.walk(node.value):
                 if isinstance(sub, ast.BinOp) and isinstance(sub.op, ast.Mult | ast.LShift):
-                    grown.update(chains & {_key(sub.left), _key(sub.right)})
+                    grown.update(chains & {paths.chain_of(sub.left), paths.chain_of(sub.right)})
     return grown
 
 
@@ -730,20 +719,20 @@ def _backoff(node: ast.AST, grown: set[str], file: _File) -> bool:
         return False
     named = file.dotted(node.func)
     if named in _SLEEPS:
-        duration = _argument(node, 0, "seconds")
+        duration = paths.argument(node, 0, "seconds")
     elif file.signalled(node):
-        duration = _timeout(node, 0)
+        duration = paths.timeout(node, 0)
     else:
         local = file.local(node.func)
         return bool(local) and all(
             any(
                 _backoff(call, _grown(function.body), file)
-                for call in _path_calls(function.body)
+                for call in paths.path_calls(function.body)
                 if isinstance(call, ast.Call)
             )
             for function in local
         )
-    return duration is not None and any(chain in grown for chain in _chains(duration))
+    return duration is not None and any(chain in grown for chain in paths.chains(duration))
 
 
 def _bounds(loop: ast.AST, context: Context, file: _File) -> set[str]:
@@ -753,7 +742,7 @@ def _bounds(loop: ast.AST, context: Context, file: _File) -> set[str]:
         (a for a in context.ancestors(loop) if isinstance(a, _Function | ast.Module)), None
     )
     found: set[str] = set()
-    for node in _own(getattr(scope, "body", [])):
+    for node in paths.own(getattr(scope, "body", [])):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda):
             if _ordering(node.value.body, file):
                 found.update(t.id for t in node.targets if isinstance(t, ast.Name))
@@ -784,23 +773,13 @@ def _probe_until_raised(loop: ast.AST, context: Context, file: _File) -> bool:
     if len(work) != 1 or not isinstance(work[0], ast.Expr):
         return False
     for ancestor in context.ancestors(loop):
-        if isinstance(ancestor, _SCOPES):
+        if isinstance(ancestor, paths.SCOPES):
             return False
         if isinstance(ancestor, ast.Try | ast.TryStar) and any(
-            _names(handler.type) & _PROCESS_GONE for handler in ancestor.handlers
+            paths.names(handler.type) & _PROCESS_GONE for handler in ancestor.handlers
         ):
             return True
     return False
-
-
-def _names(caught: ast.expr | None) -> set[str]:
-    """The last names of the exception classes an ``except`` catches."""
-    elements = caught.elts if isinstance(caught, ast.Tuple) else [caught]
-    return {
-        element.attr if isinstance(element, ast.Attribute) else element.id
-        for element in elements
-        if isinstance(element, ast.Attribute | ast.Name)
-    }
 
 
 def _held_back(timer: ast.Call, function: _Function, context: Context, file: _File) -> bool:
@@ -819,19 +798,15 @@ def _held_back(timer: ast.Call, function: _Function, context: Context, file: _Fi
     for _ in range(2):  # `now = time.time()`, then `delta = last + rate - now`
         for node in ast.walk(function):
             if isinstance(node, ast.Assign) and file.reads_clock(node.value, clocks):
-                clocks.update(key for target in node.targets for key in _targets(target))
+                clocks.update(key for target in node.targets for key in paths.assigned(target))
     parent = context.parent(timer)
     bound: set[str] = set()
     if isinstance(parent, ast.Assign):
-        bound = {key for target in parent.targets for key in _targets(target)}
+        bound = {key for target in parent.targets for key in paths.assigned(target)}
     return any(
-        file.reads_clock(test, clocks) or any(chain in bound for chain in _chains(test))
+        file.reads_clock(test, clocks) or any(chain in bound for chain in paths.chains(test))
         for test in tests
     )
-
-
-def _number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _arithmetic(
@@ -877,114 +852,6 @@ def _logs(call: ast.Call) -> bool:
     return isinstance(func, ast.Name) and func.id == "print"
 
 
-def _own(
-    nodes: Iterable[ast.AST], *, into_loops: bool = False, into_handlers: bool = True
-) -> Iterator[ast.AST]:
-    """The nodes under ``nodes`` that run with them: not inside a nested function, lambda or
-    class, nor (unless asked) a nested loop or (if not asked) an ``except`` block."""
-    stack = list(nodes)
-    while stack:
-        node = stack.pop()
-        yield node
-        if (
-            isinstance(node, _SCOPES)
-            or (not into_loops and isinstance(node, _LOOPS))
-            or (not into_handlers and isinstance(node, ast.ExceptHandler))
-        ):
-            continue
-        stack.extend(ast.iter_child_nodes(node))
-
-
-def _path_calls(body: list[ast.stmt]) -> Iterator[ast.AST]:
-    """The calls in the simple statements on the path through ``body`` when nothing raises."""
-    for stmt in _straight(body):
-        if isinstance(stmt, ast.Expr | ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Return):
-            yield from (node for node in _own([stmt]) if isinstance(node, ast.Call))
-
-
-def _straight(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """The statements an iteration runs when nothing raises, besides those under an ``if``."""
-    for stmt in body:
-        yield stmt
-        if isinstance(stmt, ast.Try | ast.TryStar):
-            yield from _straight([*stmt.body, *stmt.orelse, *stmt.finalbody])
-        elif isinstance(stmt, ast.With | ast.AsyncWith):
-            yield from _straight(stmt.body)
-
-
-def _bound(stmt: ast.stmt) -> set[str]:
-    """The chains ``stmt`` itself assigns."""
-    if isinstance(stmt, ast.Assign):
-        targets = stmt.targets
-    elif isinstance(stmt, ast.AugAssign | ast.AnnAssign):
-        targets = [stmt.target]
-    elif isinstance(stmt, ast.With | ast.AsyncWith):
-        targets = [item.optional_vars for item in stmt.items if item.optional_vars is not None]
-    else:
-        return set()
-    return {key for target in targets for key in _targets(target)}
-
-
-def _targets(target: ast.expr) -> Iterator[str]:
-    if isinstance(target, ast.Tuple | ast.List):
-        for element in target.elts:
-            yield from _targets(element)
-    elif isinstance(target, ast.Starred):
-        yield from _targets(target.value)
-    else:
-        key = _key(target)
-        if key is not None:
-            yield key
-
-
-def _key(node: ast.AST) -> str | None:
-    """``a.b.c`` for a name or attribute chain, else None."""
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _key(node.value)
-        return None if base is None else f"{base}.{node.attr}"
-    return None
-
-
-def _chains(node: ast.AST) -> Iterator[str]:
-    """The name and attribute chains an expression reads; of ``x.f()``, the receiver ``x``."""
-    if isinstance(node, ast.Call):
-        if isinstance(node.func, ast.Attribute):
-            yield from _chains(node.func.value)
-        for argument in [*node.args, *(keyword.value for keyword in node.keywords)]:
-            yield from _chains(argument)
-        return
-    key = _key(node)
-    if key is not None:
-        yield key
-        return
-    for child in ast.iter_child_nodes(node):
-        yield from _chains(child)
-
-
-def _rooted_in(chains: Iterable[str], root: str) -> bool:
-    return any(_rooted(chain, [root]) for chain in chains)
-
-
-def _rooted(chain: str, roots: Iterable[str]) -> bool:
-    return any(chain == root or chain.startswith(f"{root}.") for root in roots)
-
-
-def _timeout(call: ast.Call, position: int) -> ast.expr | None:
-    """The timeout given to ``call`` at ``position`` or as ``timeout=``, unless None."""
-    given = _argument(call, position, "timeout")
-    if given is None or (isinstance(given, ast.Constant) and given.value is None):
-        return None
-    return given
-
-
-def _argument(call: ast.Call, position: int, keyword: str) -> ast.expr | None:
-    if len(call.args) > position and not isinstance(call.args[position], ast.Starred):
-        return call.args[position]
-    return next((k.value for k in call.keywords if k.arg == keyword), None)
-
-
 def _enclosing_function(node: ast.AST, context: Context) -> _Function | None:
     for ancestor in context.ancestors(node):
         if isinstance(ancestor, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -1019,7 +886,7 @@ def _calls(caller: _Function, callee: _Function) -> bool:
     """Whether ``caller`` calls ``callee`` (by name, or ``self.<name>``), behind a stop switch
     or not."""
     return any(
-        isinstance(call, ast.Call) and _refers(call.func, callee) for call in _own(caller.body)
+        isinstance(call, ast.Call) and _refers(call.func, callee) for call in paths.own(caller.body)
     )
 
 
@@ -1031,15 +898,11 @@ def _started(timer: ast.Call, function: _Function, context: Context) -> bool:
     if not isinstance(parent, ast.Assign | ast.AnnAssign):
         return False
     targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
-    names = {key for target in targets for key in _targets(target)}
+    names = {key for target in targets for key in paths.assigned(target)}
     return any(
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr == "start"
-        and _key(node.func.value) in names
+        and paths.chain_of(node.func.value) in names
         for node in ast.walk(function)
     )
-
-
-def _short(text: str, limit: int = 48) -> str:
-    return text if len(text) <= limit else f"{text[: limit - 3]}..."
