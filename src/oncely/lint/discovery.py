@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import BinaryIO
+
+TYPE_CHECKING = False  # typing is not imported: a warm run pays about 5 ms for it
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 #: Directories never descended into, wherever they are. The tools' caches hold no source, and
 #: change whenever their tool runs: a warm run would otherwise list them again each time.

@@ -118,19 +118,24 @@ class SecondScheduler(Rule):
         # Of the file being walked: the schedulers reported (one finding each), the names its
         # imports bind to a scheduler, and whether it schedules with a cron parser (once read).
         self._reported: set[str] = set()
-        self._bound: dict[str, str] = {}
+        self._bound: dict[str, str] | None = None
         self._schedules: bool | None = None
 
     def visit_Module(self, node: ast.Module, context: Context) -> None:
-        self._reported, self._bound, self._schedules = set(), {}, None
-        for statement in ast.walk(node):
-            if isinstance(statement, ast.ImportFrom) and not statement.level and statement.module:
-                what = _scheduler(statement.module)
-                for alias in statement.names:
-                    if what is not None or alias.name in SCHEDULING_NAMES:
-                        self._bound[alias.asname or alias.name] = (
-                            what or SCHEDULING_NAMES[alias.name]
-                        )
+        self._reported, self._bound, self._schedules = set(), None, None
+
+    def _library(self, name: str, context: Context) -> str:
+        """The scheduler a scheduling name belongs to: the one its import names, if any."""
+        if self._bound is None:
+            self._bound = {}
+            for found in ast.walk(context.tree or ast.Module(body=[], type_ignores=[])):
+                if isinstance(found, ast.ImportFrom) and not found.level and found.module:
+                    what = _scheduler(found.module)
+                    for alias in found.names:
+                        if what is not None or alias.name in SCHEDULING_NAMES:
+                            bound = alias.asname or alias.name
+                            self._bound[bound] = what or SCHEDULING_NAMES[alias.name]
+        return self._bound.get(name, SCHEDULING_NAMES[name])
 
     def _once(self, context: Context, node: ast.AST, what: str, detail: str) -> None:
         """Report scheduler ``what`` at ``node``, unless the file's finding of it is made."""
@@ -166,7 +171,7 @@ class SecondScheduler(Rule):
     def visit_Call(self, node: ast.Call, context: Context) -> None:
         name = _called_name(node.func)
         if name in SCHEDULING_NAMES:
-            what = self._bound.get(name, SCHEDULING_NAMES[name])
+            what = self._library(name, context)
             self._once(context, node, what, what)
             return
         for keyword in node.keywords:  # app.conf.update(beat_schedule={...})
@@ -186,7 +191,7 @@ class SecondScheduler(Rule):
                 continue  # reported by visit_Call
             name = _called_name(decorator)
             if name in SCHEDULING_NAMES:
-                what = self._bound.get(name, SCHEDULING_NAMES[name])
+                what = self._library(name, context)
                 self._once(context, decorator, what, what)
 
     def visit_Assign(self, node: ast.Assign, context: Context) -> None:

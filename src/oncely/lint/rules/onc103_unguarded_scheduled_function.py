@@ -27,10 +27,21 @@ Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 @dataclass
 class _File:
-    #: Every function and method of the file by name, at any depth, in the order defined.
-    functions: dict[str, list[Function]] = field(default_factory=dict)
+    #: Every function and method of the file by name, at any depth, in the order defined:
+    #: read when a registration is first met (most files have none).
+    functions: dict[str, list[Function]] | None = None
     locks: set[str] = field(default_factory=set)
     reported: set[int] = field(default_factory=set)
+
+    def every_function(self, context: Context) -> dict[str, list[Function]]:
+        if self.functions is None:
+            self.functions = {}
+            for found in ast.walk(context.tree or ast.Module(body=[], type_ignores=[])):
+                if isinstance(found, ast.FunctionDef | ast.AsyncFunctionDef):
+                    self.functions.setdefault(found.name, []).append(found)
+            for functions in self.functions.values():
+                functions.sort(key=lambda function: function.lineno)
+        return self.functions
 
 
 class UnguardedScheduledFunction(Rule):
@@ -108,11 +119,6 @@ class UnguardedScheduledFunction(Rule):
         for statement in node.body:
             if isinstance(statement, ast.Assign) and _is_lock(statement.value, set()):
                 state.locks.update(t.id for t in statement.targets if isinstance(t, ast.Name))
-        for found in ast.walk(node):
-            if isinstance(found, ast.FunctionDef | ast.AsyncFunctionDef):
-                state.functions.setdefault(found.name, []).append(found)
-        for functions in state.functions.values():
-            functions.sort(key=lambda function: function.lineno)
         self._files = {id(context): state}
 
     def visit_FunctionDef(self, node: ast.FunctionDef, context: Context) -> None:
@@ -129,10 +135,10 @@ class UnguardedScheduledFunction(Rule):
         registered = _registered(node, node.func.attr)
         target = None if registered is None else _registered_name(registered)
         state = self._files.get(id(context))
-        if target is None or state is None or target not in state.functions:
+        if target is None or state is None or target not in state.every_function(context):
             return
         # The definition the call sees: the last one above it (a nested def shadows an outer).
-        candidates = state.functions[target]
+        candidates = state.every_function(context)[target]
         above = [f for f in candidates if f.lineno <= node.lineno]
         function = above[-1] if above else candidates[0]
         self._check(function, context, f"scheduled by .{node.func.attr}(...) at line {node.lineno}")
