@@ -1,10 +1,12 @@
 """How findings are shown: text, JSON, SARIF 2.1.0; and the rules' pages for docs/lint/.
 
-Text is ``path:line:col: CODE message``, one finding a line. JSON is a list of objects with
-those five keys. SARIF is one run of the ``oncely`` tool whose ``rules`` are the rules that ran,
-each result an ``error`` at a path relative to the config root (``%SRCROOT%``), for code-scanning
-services (GitHub's among them) to annotate. Columns are the engine's: 1-based, counted in bytes
-of the line's UTF-8 text.
+Text is ``path:line:col: CODE message (see <the rule's page>)``, one finding a line. JSON is a
+list of objects with those five keys and ``level``. SARIF is one run of the ``oncely`` tool whose
+``rules`` are the rules that ran, each with its page as ``helpUri``; each result an ``error`` (or
+a ``note``) at a path relative to the config root (``%SRCROOT%``), for code-scanning services
+(GitHub's among them) to annotate. Suppressed findings are results too, with the suppression's
+reason as ``suppressions[].justification``, as those services show them. Columns are the
+engine's: 1-based, counted in bytes of the line's UTF-8 text.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
-from oncely.lint.finding import Finding
+from oncely.lint.finding import NOTE, Finding
 from oncely.lint.manifest import oncely_version
 from oncely.lint.rules import Rule
 
@@ -27,18 +29,56 @@ SARIF_SCHEMA = (
 #: The base of every relative artifact URI in a SARIF log: the config root.
 SOURCE_ROOT = "%SRCROOT%"
 _SECTION = re.compile(r"^## (?P<title>.+)$", re.MULTILINE)
+#: Where the documentation site (docs/, built by mkdocs) is published; a rule's page is
+#: ``lint/<CODE>/`` under it.
+DOCS_SITE = "https://oncely.dev/"
+
+
+def rule_url(code: str) -> str:
+    """The published page of rule ``code`` (docs/lint/<CODE>.md)."""
+    return f"{DOCS_SITE}lint/{code}/"
+
+
+#: The codes the engine reports about suppressions and unreadable files: their messages say
+#: what to do, and suppressing them is no answer.
+_ENGINE_CODES = frozenset({"ONC000", "ONC001", "ONC002"})
 
 
 def text_report(findings: Sequence[Finding]) -> str:
-    """One ``path:line:col: CODE message`` line per finding ('' when there are none)."""
-    return "".join(f"{finding}\n" for finding in findings)
+    """One line per finding ('' when none): ``path:line:col: CODE message``, then, for a
+    rule's finding, how to suppress it with a reason, and last the rule's page."""
+    return "".join(
+        f"{f.path}:{f.line}:{f.col}: {f.code} {'note: ' if f.level == NOTE else ''}{f.message}"
+        + (
+            ""
+            if f.code in _ENGINE_CODES
+            else f"; if this is the one exception, write '# oncely: allow {f.code} -- why' here"
+        )
+        + f" (see {rule_url(f.code)})\n"
+        for f in findings
+    )
+
+
+def summary(findings: Sequence[Finding]) -> str:
+    """What the text report writes to standard error: how many findings and notes."""
+    notes = sum(f.level == NOTE for f in findings)
+    parts = [f"{len(findings) - notes} finding(s)"] if len(findings) > notes else []
+    parts += [f"{notes} note(s): not failing the run"] if notes else []
+    return ", ".join(parts) + "\n" if parts else ""
 
 
 def json_report(findings: Sequence[Finding]) -> str:
-    """A JSON list of ``{"path", "line", "col", "code", "message"}`` objects."""
+    """A JSON list of ``{"path", "line", "col", "code", "message", "level"}`` objects."""
     return json.dumps(
         [
-            {"path": f.path, "line": f.line, "col": f.col, "code": f.code, "message": f.message}
+            {
+                "path": f.path,
+                "line": f.line,
+                "col": f.col,
+                "code": f.code,
+                "message": f.message,
+                "level": f.level,
+            }
             for f in findings
         ],
         indent=2,
@@ -65,7 +105,7 @@ def sarif_log(
         if finding.code in index:
             result["ruleIndex"] = index[finding.code]
         result |= {
-            "level": "error",
+            "level": finding.level,
             "message": {"text": finding.message},
             "locations": [
                 {
@@ -76,6 +116,11 @@ def sarif_log(
                 }
             ],
         }
+        if finding.justification is not None:
+            suppression: dict[str, str] = {"kind": "inSource"}
+            if finding.justification:
+                suppression["justification"] = finding.justification
+            result["suppressions"] = [suppression]
         results.append(result)
     return {
         "$schema": SARIF_SCHEMA,
@@ -110,6 +155,7 @@ def _descriptor(rule: type[Rule]) -> dict[str, Any]:
         "name": rule.name,
         "shortDescription": {"text": rule.message},
         "fullDescription": {"text": _plain(section(rule, "What it does"))},
+        "helpUri": rule_url(rule.code),
         "help": {"text": documentation, "markdown": documentation},
         "defaultConfiguration": {"level": "error"},
     }
