@@ -90,6 +90,8 @@ class EngineModel(RuleBasedStateMachine):
         self.hourly_name = f"hourly_{self.ns}"
         self.apps = [self._app(), self._app()]
         self.timers: dict[tuple[str | None, str], Timer] = {}
+        self.times_of: dict[tuple[str | None, str], list[datetime]] = {}
+        self.paused: set[tuple[str | None, str]] = set()
         self.moved_away: set[tuple[str | None, str, datetime]] = set()
         self.held: list[Claim] = []
         self.ticked_at: datetime | None = None
@@ -130,21 +132,33 @@ class EngineModel(RuleBasedStateMachine):
         slot=SLOTS,
     )
     def defer(self, tenant: str | None, key: str, slot: int) -> None:
-        at = self.origin + slot * SLOT
-        named = (tenant, f"timer:{key}:{self.ns}")
+        self._defer((tenant, f"timer:{key}:{self.ns}"), self.origin + slot * SLOT)
+
+    @rule(index=st.integers(0, 20), back=st.integers(0, 3))
+    def move_back(self, index: int, back: int) -> None:
+        """A person puts a timer back to a time it had before."""
+        moved = sorted((n for n, times in self.times_of.items() if len(times) > 1), key=_order)
+        if moved:
+            named = moved[index % len(moved)]
+            times = self.times_of[named]
+            self._defer(named, times[-2 - back % (len(times) - 1)])
+
+    def _defer(self, named: tuple[str | None, str], at: datetime) -> None:
         previous = self.timers.get(named)
         try:
-            self._scope(tenant).defer(self.job_name, at=at, key=named[1])
+            self._scope(named[0]).defer(self.job_name, at=at, key=named[1])
         except oncely.InvalidSchedule as exc:
             if "has been pruned" not in str(exc):  # moved back before the horizon
                 raise
             return
+        self.times_of.setdefault(named, []).append(at)
         if previous is not None and previous.at == at:
             return
         if previous is not None:
             self._forget(named, previous.at)
         self.moved_away.discard((*named, at))
-        self.timers[named] = Timer(at, paused=previous.paused if previous else False)
+        # A schedule keeps its paused flag through an unschedule and a new save.
+        self.timers[named] = Timer(at, paused=named in self.paused)
 
     @rule(tenant=st.sampled_from(TENANTS), key=st.sampled_from(KEYS))
     def cancel(self, tenant: str | None, key: str) -> None:
@@ -170,6 +184,7 @@ class EngineModel(RuleBasedStateMachine):
         scope = self._scope(tenant)
         (scope.pause if paused else scope.resume)(named[1])
         timer.paused = paused
+        (self.paused.add if paused else self.paused.discard)(named)
 
     @rule(tenant=st.sampled_from(TENANTS), key=st.sampled_from(KEYS))
     def fail_for_good(self, tenant: str | None, key: str) -> None:
@@ -218,7 +233,7 @@ class EngineModel(RuleBasedStateMachine):
         self.apps[which].tick()
         now = self.ticked_at = self.clock()
         for named, timer in self.timers.items():
-            if not timer.paused and timer.at <= now and not self._held_ever(named, timer.at, now):
+            if not timer.paused and timer.at <= now and not self._busy(named, now):
                 timer.due_ticked = True
 
     @rule(which=st.integers(0, 1), limit=st.integers(1, 4))
@@ -285,6 +300,11 @@ class EngineModel(RuleBasedStateMachine):
     def _ran(self, named: tuple[str | None, str], at: datetime) -> bool:
         return any((c[0], c[1], c[2]) == (*named, at) for c in self.world.calls)
 
+    def _busy(self, named: tuple[str | None, str], now: datetime) -> bool:
+        """A crashed claim holds an occurrence of this timer under a live lease: its schedule is
+        serial, so nothing else of it runs until that lease runs out."""
+        return any((c.tenant, c.key) == named and c.lease_expires_at > now for c in self.held)
+
     def _held_ever(self, named: tuple[str | None, str], at: datetime, now: datetime) -> bool:
         """A crashed claim took it and its lease has not run out by ``now``: it waits."""
         return any(
@@ -294,6 +314,10 @@ class EngineModel(RuleBasedStateMachine):
 
 
 Databases = Callable[[], tuple[str, Callable[[], None]]]
+
+
+def _order(named: tuple[str | None, str]) -> tuple[str, str]:
+    return (named[0] or "", named[1])
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

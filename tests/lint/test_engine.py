@@ -96,7 +96,7 @@ def test_exit_status_and_formats(tmp_path: Path) -> None:
     assert found.stdout.splitlines() == [
         "a.py:1:8: ONC000 suppression of ONC101 without a reason; write "
         "'# oncely: allow ONC101 -- why this is the one exception' "
-        "(see https://oncely.dev/lint/ONC000/)"
+        "(see oncely lint --explain ONC000)"
     ]
     document = json.loads(runner.invoke(main, ["lint", "--format", "json", str(root)]).stdout)
     assert [(d["path"], d["code"]) for d in document] == [("a.py", "ONC000")]

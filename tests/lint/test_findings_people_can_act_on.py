@@ -17,7 +17,6 @@ from click.testing import CliRunner
 from oncely.cli import main
 from oncely.errors import ConfigurationError
 from oncely.lint import LintConfig, lint_files, lint_source, read_config
-from oncely.lint.reporters import rule_url
 from oncely.lint.rules.onc002_unused_suppression import UnusedSuppression
 
 SCHEMA_FILE = Path(__file__).with_name("sarif-schema-2.1.0.json")
@@ -62,7 +61,7 @@ def test_text_output_says_how_to_suppress_and_ends_with_the_rules_page(tmp_path:
     assert line.startswith("a.py:2:1: ONC101 ad-hoc recurring timer: `while True` repeats work")
     assert "schedule it with @app.job(oncely.every(...)) instead" in line
     assert "write '# oncely: allow ONC101 -- why' here" in line
-    assert line.endswith(f"(see {rule_url('ONC101')})")
+    assert line.endswith("(see oncely lint --explain ONC101)")
     assert result.exit_code == 1
 
 
@@ -85,7 +84,8 @@ def test_sarif_links_each_rule_and_keeps_suppressed_results_with_their_reason(
     log: dict[str, Any] = json.loads(result.stdout)
     validator.validate(log)
     run = log["runs"][0]
-    assert all(rule["helpUri"] == rule_url(rule["id"]) for rule in run["tool"]["driver"]["rules"])
+    assert all("helpUri" not in rule for rule in run["tool"]["driver"]["rules"])  # no site set
+    assert all(rule["help"]["text"] for rule in run["tool"]["driver"]["rules"])
     [kept] = run["results"]
     assert (kept["ruleId"], kept["locations"][0]["physicalLocation"]["region"]["startLine"]) == (
         "ONC101",
@@ -147,3 +147,34 @@ def test_a_bad_target_version_names_the_key_and_the_fix(tmp_path: Path) -> None:
     root = _project(tmp_path, 'target-version = "3.12"')
     with pytest.raises(ConfigurationError, match='target-version = "py312"'):
         read_config(root / "pyproject.toml")
+
+
+def test_a_configured_docs_url_links_text_and_sarif_to_each_rules_page(tmp_path: Path) -> None:
+    root = _project(
+        tmp_path,
+        'docs-url = "https://docs.example.org/oncely"',
+        a_py="import time\nwhile True:\n    work()\n    time.sleep(1)\n",
+    )
+    text = CliRunner().invoke(main, ["lint", "--no-cache", str(root)])
+    assert text.stdout.splitlines()[0].endswith(
+        "(see https://docs.example.org/oncely/lint/ONC101/)"
+    )
+    sarif = CliRunner().invoke(main, ["lint", "--no-cache", "--format", "sarif", str(root)])
+    rules = json.loads(sarif.stdout)["runs"][0]["tool"]["driver"]["rules"]
+    assert all(r["helpUri"] == f"https://docs.example.org/oncely/lint/{r['id']}/" for r in rules)
+
+
+def test_a_docs_url_that_is_no_address_is_a_configuration_error(tmp_path: Path) -> None:
+    root = _project(tmp_path, 'docs-url = "oncely docs"', a_py="x = 1\n")
+    result = CliRunner().invoke(main, ["lint", "--no-cache", str(root)])
+    assert result.exit_code == 2
+    assert "docs-url" in result.stderr
+
+
+def test_explain_prints_the_rules_page_and_refuses_an_unknown_code() -> None:
+    page = CliRunner().invoke(main, ["lint", "--explain", "onc101"])
+    assert page.exit_code == 0
+    assert page.stdout.startswith("# ONC101 ")
+    assert "## What it does" in page.stdout
+    unknown = CliRunner().invoke(main, ["lint", "--explain", "ONC999"])
+    assert unknown.exit_code == 2

@@ -33,13 +33,24 @@ def run(
     list_rules: bool = False,
     prove_rules: bool = False,
     no_cache: bool = False,
+    explain: str | None = None,
 ) -> int:
     """Lint ``paths`` (default: the current directory) and print the findings in ``fmt``; or,
-    with ``list_rules``, list the rules; or, with ``prove_rules``, prove them.
+    with ``list_rules``, list the rules; with ``explain``, print that rule's documentation;
+    or, with ``prove_rules``, prove them.
 
     Returns the exit status: 0 clean (or every rule proved), 1 findings (or a rule not proved).
     Raises `ConfigurationError` for a bad configuration or a bad combination of options.
     """
+    if explain is not None:
+        from oncely.lint.reporters import rule_page
+        from oncely.lint.rules import all_rules
+
+        found = [rule for rule in all_rules() if rule.code == explain.strip().upper()]
+        if not found:
+            raise ConfigurationError(f"--explain {explain}: no rule has that code; see --rules")
+        _echo(rule_page(found[0]), end="")
+        return 0
     if list_rules:
         from oncely.lint.rules import all_rules
 
@@ -130,10 +141,10 @@ def _report(findings: list[Finding], fmt: str, config: LintConfig) -> tuple[str,
         from oncely.lint.rules import all_rules
 
         ran = [rule for rule in all_rules() if config.enabled(rule.code)]
-        return sarif_report(findings, ran, config.root) + "\n", ""
+        return sarif_report(findings, ran, config.root, config.docs_url) + "\n", ""
     from oncely.lint.reporters import summary, text_report
 
-    return text_report(findings), summary(findings)
+    return text_report(findings, config.docs_url), summary(findings)
 
 
 def _echo(text: str, *, end: str = "\n", err: bool = False) -> None:

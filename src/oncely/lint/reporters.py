@@ -29,14 +29,17 @@ SARIF_SCHEMA = (
 #: The base of every relative artifact URI in a SARIF log: the config root.
 SOURCE_ROOT = "%SRCROOT%"
 _SECTION = re.compile(r"^## (?P<title>.+)$", re.MULTILINE)
-#: Where the documentation site (docs/, built by mkdocs) is published; a rule's page is
-#: ``lint/<CODE>/`` under it.
-DOCS_SITE = "https://oncely.dev/"
 
 
-def rule_url(code: str) -> str:
-    """The published page of rule ``code`` (docs/lint/<CODE>.md)."""
-    return f"{DOCS_SITE}lint/{code}/"
+def rule_url(code: str, docs_url: str | None) -> str | None:
+    """The published page of rule ``code`` (docs/lint/<CODE>.md) under the configured
+    ``docs-url``; None when no site is configured."""
+    return None if docs_url is None else f"{docs_url}lint/{code}/"
+
+
+def rule_pointer(code: str, docs_url: str | None) -> str:
+    """Where a person reads rule ``code``: its published page, or the command that prints it."""
+    return rule_url(code, docs_url) or f"oncely lint --explain {code}"
 
 
 #: The codes the engine reports about suppressions and unreadable files: their messages say
@@ -44,7 +47,7 @@ def rule_url(code: str) -> str:
 _ENGINE_CODES = frozenset({"ONC000", "ONC001", "ONC002"})
 
 
-def text_report(findings: Sequence[Finding]) -> str:
+def text_report(findings: Sequence[Finding], docs_url: str | None = None) -> str:
     """One line per finding ('' when none): ``path:line:col: CODE message``, then, for a
     rule's finding, how to suppress it with a reason, and last the rule's page."""
     return "".join(
@@ -54,7 +57,7 @@ def text_report(findings: Sequence[Finding]) -> str:
             if f.code in _ENGINE_CODES
             else f"; if this is the one exception, write '# oncely: allow {f.code} -- why' here"
         )
-        + f" (see {rule_url(f.code)})\n"
+        + f" (see {rule_pointer(f.code, docs_url)})\n"
         for f in findings
     )
 
@@ -85,13 +88,21 @@ def json_report(findings: Sequence[Finding]) -> str:
     )
 
 
-def sarif_report(findings: Sequence[Finding], rules: Sequence[type[Rule]], root: Path) -> str:
+def sarif_report(
+    findings: Sequence[Finding],
+    rules: Sequence[type[Rule]],
+    root: Path,
+    docs_url: str | None = None,
+) -> str:
     """`sarif_log` as JSON text."""
-    return json.dumps(sarif_log(findings, rules, root), indent=2)
+    return json.dumps(sarif_log(findings, rules, root, docs_url), indent=2)
 
 
 def sarif_log(
-    findings: Sequence[Finding], rules: Sequence[type[Rule]], root: Path
+    findings: Sequence[Finding],
+    rules: Sequence[type[Rule]],
+    root: Path,
+    docs_url: str | None = None,
 ) -> dict[str, Any]:
     """A SARIF 2.1.0 log of one run: ``rules`` describe what ran, ``findings`` are its results.
 
@@ -131,7 +142,7 @@ def sarif_log(
                     "driver": {
                         "name": "oncely",
                         "version": oncely_version(),
-                        "rules": [_descriptor(rule) for rule in rules],
+                        "rules": [_descriptor(rule, docs_url) for rule in rules],
                     }
                 },
                 "originalUriBaseIds": {SOURCE_ROOT: {"uri": root.resolve().as_uri() + "/"}},
@@ -148,17 +159,23 @@ def _artifact(path: str) -> dict[str, str]:
     return {"uri": quote(posix.as_posix()), "uriBaseId": SOURCE_ROOT}
 
 
-def _descriptor(rule: type[Rule]) -> dict[str, Any]:
+def _descriptor(rule: type[Rule], docs_url: str | None) -> dict[str, Any]:
+    """The rule's SARIF descriptor: its whole documentation in ``help``, and its published
+    page as ``helpUri`` where ``docs-url`` says where the site is (an address of a site that
+    does not exist is worse than none)."""
     documentation = rule_documentation(rule)
-    return {
+    descriptor: dict[str, Any] = {
         "id": rule.code,
         "name": rule.name,
         "shortDescription": {"text": rule.message},
         "fullDescription": {"text": _plain(section(rule, "What it does"))},
-        "helpUri": rule_url(rule.code),
         "help": {"text": documentation, "markdown": documentation},
         "defaultConfiguration": {"level": "error"},
     }
+    url = rule_url(rule.code, docs_url)
+    if url is not None:
+        descriptor["helpUri"] = url
+    return descriptor
 
 
 def rule_documentation(rule: type[Rule]) -> str:
