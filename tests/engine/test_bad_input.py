@@ -70,7 +70,7 @@ def test_an_invalid_rule(app: oncely.App, remind: oncely.Job) -> None:
         ({"x": "a\x00b"}, "NUL"),
         ({"k\x00": 1}, "NUL"),
         ([{"x": "\ud800"}], "surrogate"),
-        (None, "nested too deeply"),
+        (None, "nested deeper"),
     ],
 )
 def test_a_payload_no_store_can_keep(

@@ -226,7 +226,9 @@ class Store(ABC):
         overlap reason: when materialised, overlap could not yet be judged. Each claim
         increments the attempt count and takes a fence greater than every earlier one on its
         schedule. Two claimers never take the same occurrence (SKIP LOCKED on PostgreSQL, the
-        write lock on SQLite). Raises `StoreUnavailable`.
+        write lock on SQLite). A claim whose stored payload does not decode carries an
+        `Unreadable` payload, never an error: the caller fails that one. Raises
+        `StoreUnavailable`.
         """
 
     @abstractmethod
