@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from oncely.errors import InvalidSchedule, UnknownSchedule
+from oncely.errors import ConfigurationError, InvalidSchedule, UnknownSchedule
 from oncely.model import (
     NO_TENANT,
     Abandoned,
@@ -66,9 +66,14 @@ def save_params(
 
     Saving the trigger a schedule already has keeps its next run: an app that re-saves its
     schedules on every start, or a deferred timer saved twice, must not fire early, twice or never.
+
+    A code-declared job never takes the key of a runtime schedule, nor a runtime schedule the
+    key of a code-declared one (unless that one was removed): `ConfigurationError` for the
+    first, raised at start by reconcile, `InvalidSchedule` for the second.
     """
     if existing is None:
         return params, False
+    _refuse_other_origin(existing, params)
     stored = existing["trigger_spec"]
     if isinstance(stored, str):  # SQLite keeps JSON as text; a damaged one is simply different
         try:
@@ -80,6 +85,23 @@ def save_params(
         kept = existing["next_run_at"]
         return {**params, "next_run_at": kept, "status": "active" if kept else "ended"}, False
     return params, True
+
+
+def _refuse_other_origin(existing: Mapping[str, Any], params: Mapping[str, Any]) -> None:
+    if existing["origin"] == params["origin"] or existing["status"] == "removed":
+        return
+    key = params["key"]
+    if params["origin"] == "code":
+        # It replaced the runtime schedule's job, trigger and payload, with only a warning.
+        raise ConfigurationError(
+            f"job {params['job']!r}, declared in code with a trigger, has the key of the runtime "
+            f"schedule {key!r} of job {existing['job']!r} (saved by app.schedule or app.defer): "
+            f"rename the job (name=...), or unschedule the runtime schedule {key!r}"
+        )
+    raise InvalidSchedule(
+        f"key {key!r} is the schedule of job {existing['job']!r}, declared in code",
+        hint="choose another key, e.g. f'{job}:{id}'",
+    )
 
 
 def tenant_column(tenant: str | None) -> str:

@@ -138,7 +138,7 @@ LIMIT %(limit)s;
 
 -- name: lock_schedule
 -- The schedule (tenant, key) in any status, locked until the transaction ends.
-SELECT id, trigger_spec, status, next_run_at FROM oncely_schedules
+SELECT id, job, origin, trigger_spec, status, next_run_at FROM oncely_schedules
 WHERE tenant = %(tenant)s AND key = %(key)s
 FOR UPDATE;
 

@@ -136,7 +136,7 @@ LIMIT :limit;
 
 -- name: lock_schedule
 -- The schedule (tenant, key) in any status; the caller holds the write lock (BEGIN IMMEDIATE).
-SELECT id, trigger_spec, status, next_run_at FROM oncely_schedules
+SELECT id, job, origin, trigger_spec, status, next_run_at FROM oncely_schedules
 WHERE tenant = :tenant AND key = :key;
 
 -- name: supersede_pending
