@@ -386,10 +386,12 @@ class Store(ABC):
         with ``finished_at < before``. NULL arm: one that never ran (skipped, invalid) has no
         ``finished_at``, and its ``scheduled_for`` stands in. Pending, running and retrying
         occurrences are never deleted, whatever their age; schedules never are (a removed one
-        keeps its row). Every sweep with ``finished_at < before`` goes, and every code version
-        no worker has run since ``before`` but the one applied last. No index serves this: a
-        call reads the occurrences until it has ``limit`` of them (no sort), once through at
-        worst, on the housekeeper's time; an index would cost every claim and booking.
+        keeps its row), nor code versions: when a version was first seen tells an old release
+        from a new one, and an old release started after its row was pruned counted as the
+        newest (the cost is a row of a few dozen bytes per version ever deployed). Every sweep
+        with ``finished_at < before`` goes. No index serves this: a call reads the occurrences
+        until it has ``limit`` of them (no sort), once through at worst, on the housekeeper's
+        time; an index would cost every claim and booking.
 
         Pruning leaves what the engine decides unchanged: the consecutive-failure count behind
         ``pause_after`` is a counter on the schedule, not a count of history; overlap checks and

@@ -702,9 +702,6 @@ class PostgresStore(Store):
                 self._sql["prune_occurrences"], {"before": before, "limit": limit}
             ).rowcount
             connection.execute(self._sql["prune_sweeps"], {"before": before})
-            applied = connection.execute(self._sql["applied_code_version"]).fetchone()
-            keep = applied["fingerprint"] if applied else None
-            connection.execute(self._sql["prune_code_versions"], {"before": before, "keep": keep})
         return max(pruned, 0)
 
     def reclaim_expired(self, now: datetime, retries: Mapping[str, int]) -> list[Reclaimed]:

@@ -656,11 +656,6 @@ class SqliteStore(Store):
         with self._write() as connection:
             pruned = connection.execute(self._sql["prune_occurrences"], params).rowcount
             connection.execute(self._sql["prune_sweeps"], {"before": params["before"]})
-            applied = self._row(connection, "applied_code_version", {})
-            keep = applied["fingerprint"] if applied else None
-            connection.execute(
-                self._sql["prune_code_versions"], {"before": params["before"], "keep": keep}
-            )
         return max(pruned, 0)
 
     def reclaim_expired(self, now: datetime, retries: Mapping[str, int]) -> list[Reclaimed]:
