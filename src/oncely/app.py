@@ -18,6 +18,7 @@ from oncely.arguments import (
     checked_key,
     checked_status,
     checked_tenant,
+    shown,
 )
 from oncely.clock import DatabaseClock
 from oncely.engine import (
@@ -40,7 +41,7 @@ from oncely.errors import (
     TenantMismatch,
     UnknownJob,
 )
-from oncely.locks import Lock, LockProvider, StoreProvider
+from oncely.locks import RESERVED_LOCK_PREFIX, Lock, LockProvider, StoreProvider
 from oncely.model import Occurrence, OccurrenceStatus, Overlap, Planned, Schedule
 from oncely.recurrence import At, Instance, RRule, Trigger, as_utc
 from oncely.store import DEFAULT_URL, Store, StoreUrl, open_store
@@ -281,6 +282,17 @@ class App:
         ``timeout`` seconds first). ``provider`` None is this app's database (timed by the
         database server's clock on PostgreSQL); ``oncely.locks.redis(url)`` is Redis/Valkey.
         """
+        if isinstance(name, str) and name.startswith(RESERVED_LOCK_PREFIX):
+            raise ConfigurationError(
+                f"lock name {shown(name)}: names starting {RESERVED_LOCK_PREFIX!r} are reserved "
+                "for oncely's own locks (a user lock named oncely:reconcile stopped every tick); "
+                "choose another name"
+            )
+        if provider is not None and not isinstance(provider, LockProvider):
+            raise ConfigurationError(
+                f"provider={shown(provider)} is not a lock provider; pass None (this app's "
+                "database) or oncely.locks.redis(url)"
+            )
         chosen = provider if provider is not None else StoreProvider(lambda: self.store, self.now)
         return Lock(
             name,

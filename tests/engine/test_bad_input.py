@@ -239,9 +239,11 @@ def test_every_call_that_takes_a_key_names_a_bad_one(
     unchanged(app)
 
 
-def test_rrule_options_of_the_wrong_type_are_named(app: oncely.App) -> None:
+def test_rrule_and_lock_options_of_the_wrong_type_are_named(app: oncely.App) -> None:
     with pytest.raises(oncely.InvalidSchedule, match="max_span=3600"):
         oncely.rrule("FREQ=DAILY", max_span=3600)  # type: ignore[arg-type]
+    with pytest.raises(oncely.ConfigurationError, match="timeout='5'"):
+        app.lock("export", at_most=timedelta(minutes=1), timeout="5")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 
 from oncely.clock import RESYNC_S
 from oncely.engine.job import Job
-from oncely.locks import Lock, StoreProvider
+from oncely.locks import RESERVED_LOCK_PREFIX, Lock, StoreProvider
 from oncely.model import CodeVersion
 from oncely.store import Store
 
@@ -33,7 +33,7 @@ log = logging.getLogger("oncely")
 #: A version is live while a worker running it was seen this recently; running workers say so
 #: every `RESYNC_S`.
 LIVE = timedelta(seconds=3 * RESYNC_S)
-_LOCK = "oncely:reconcile"
+_LOCK = f"{RESERVED_LOCK_PREFIX}reconcile"
 
 
 def fingerprint(jobs: Mapping[str, Job]) -> str:
