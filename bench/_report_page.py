@@ -155,7 +155,9 @@ def _header(results: dict[str, Any], meta: dict[str, Any], measured_s: float) ->
         "run (above 1 is better for oncely in throughput, below 1 in lag and cost).",
         "",
         f"- Command: {via}`{meta['command']}` on {meta['date']}; it took {took_text}.",
-        f"- oncely {oncely}; " + ", ".join(f"{k} {v}" for k, v in versions.items()) + ".",
+        f"- oncely {oncely}"
+        + ("; " + ", ".join(f"{k} {v}" for k, v in versions.items()) if versions else "")
+        + ".",
         f"- Linters: {lint_versions}.",
         f"- PostgreSQL {postgres}, Redis {redis}, Python {python}, {meta['cpus']} CPUs, "
         f"{platform}.",
@@ -175,6 +177,8 @@ def _header(results: dict[str, Any], meta: dict[str, Any], measured_s: float) ->
             "(`bench/results/`); the time above is this run's alone, and measuring every figure "
             f"took {measured_s / 60:.0f} min in all."
         )
+    if meta["no_peers"]:
+        lines += ["", "**`--no-peers`: oncely alone; no peer was measured and no chart drawn.**"]
     if meta["quick"]:
         lines += [
             "",
@@ -337,10 +341,12 @@ def _lag(results: dict[str, Any], meta: dict[str, Any]) -> list[str]:
                 f"| {_ratio(reference.get('p50_ms'), row['p50_ms']) if peer else '-'} "
                 f"| {_ratio(reference.get('p99_ms'), row['p99_ms']) if peer else '-'} |"
             )
-    lines += ["", f"![Lag p50/p90/p99 per scheduler]({meta['chart']})"]
+    if not meta["no_peers"]:
+        lines += ["", f"![Lag p50/p90/p99 per scheduler]({meta['chart']})"]
     if meta.get("chart_error"):
         lines += ["", "The chart could not be drawn:", "", "```", meta["chart_error"], "```"]
-    lines += ["", "What each peer can express, and what was measured instead:", ""]
+    if _peers(results):
+        lines += ["", "What each peer can express, and what was measured instead:", ""]
     for peer in _peers(results):
         lines.append(f"- {PEER_NAMES[peer]}: {PEER_NOTES[peer]}")
     workers = ["worker-postgres", "worker-sqlite", *(f"worker-{p}" for p in _peers(results))]

@@ -22,6 +22,7 @@ Run from the project root::
 
     .venv/bin/python bench/lint.py --runs 3
     .venv/bin/python bench/lint.py --tree src/oncely --runs 1     # smoke test
+    .venv/bin/python bench/lint.py --tree src/oncely --runs 1 --no-peers   # without .venv-bench
 """
 
 from __future__ import annotations
@@ -158,8 +159,11 @@ def median_of(
     return statistics.median(samples)
 
 
-def measure(scratch: Path, copy: Path, runs: int) -> tuple[list[Row], dict[str, list[str]]]:
-    """The four tools' medians over the copy at ``copy``, and the commands timed."""
+def measure(
+    scratch: Path, copy: Path, runs: int, peers: bool = True
+) -> tuple[list[Row], dict[str, list[str]]]:
+    """The four tools' medians over the copy at ``copy`` (oncely's alone without ``peers``),
+    and the commands timed."""
     target = copy.name
     oncely_cold = [str(ONCELY), "lint", "--no-cache", target]
     oncely_warm = [str(ONCELY), "lint", target]
@@ -173,12 +177,15 @@ def measure(scratch: Path, copy: Path, runs: int) -> tuple[list[Row], dict[str, 
         timed(command, scratch, check_usage)  # fills the cache; the next run changes nothing
         return median_of(runs, lambda: timed(command, scratch, check_usage))
 
+    oncely = Row(
+        "oncely lint",
+        median_of(runs, lambda: timed(oncely_cold, scratch, check_usage=True)),
+        warm(oncely_warm, check_usage=True),
+    )
+    if not peers:
+        return [oncely], {"oncely lint": [" ".join(oncely_cold), " ".join(oncely_warm)]}
     rows = [
-        Row(
-            "oncely lint",
-            median_of(runs, lambda: timed(oncely_cold, scratch, check_usage=True)),
-            warm(oncely_warm, check_usage=True),
-        ),
+        oncely,
         Row("flake8 --select F", median_of(runs, lambda: timed(flake8, scratch)), None),
         Row(
             "lint-imports",
@@ -200,18 +207,17 @@ def measure(scratch: Path, copy: Path, runs: int) -> tuple[list[Row], dict[str, 
     return rows, commands
 
 
-def versions() -> dict[str, str]:
+def versions(peers: bool = True) -> dict[str, str]:
     """Each tool's installed version, read from its virtualenv's metadata."""
     script = "import importlib.metadata as m, sys; print(m.version(sys.argv[1]))"
     found = {}
-    for python, distribution in (
-        (ROOT / ".venv" / "bin" / "python", "oncely"),
-        (PEERS_BIN / "python", "flake8"),
-        (PEERS_BIN / "python", "pyflakes"),
-        (PEERS_BIN / "python", "import-linter"),
-        (PEERS_BIN / "python", "ruff"),
-        (PEERS_BIN / "python", "django"),
-    ):
+    tools = [(ROOT / ".venv" / "bin" / "python", "oncely")]
+    if peers:
+        tools += [
+            (PEERS_BIN / "python", distribution)
+            for distribution in ("flake8", "pyflakes", "import-linter", "ruff", "django")
+        ]
+    for python, distribution in tools:
         done = subprocess.run(
             [str(python), "-c", script, distribution], capture_output=True, text=True, check=False
         )
@@ -286,8 +292,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5, help="runs per figure (median)")
     parser.add_argument("--tree", type=Path, help="package to lint (default: .venv-bench's Django)")
     parser.add_argument("--profile", type=int, metavar="N", help="also cProfile oncely; top N")
+    parser.add_argument(
+        "--no-peers", action="store_true",
+        help="oncely lint alone, without .venv-bench (needs --tree): no peers, no targets",
+    )  # fmt: skip
     args = parser.parse_args(argv)
-    absent = missing_peers()
+    if args.no_peers and args.tree is None:
+        parser.error("--no-peers needs --tree: the default tree is .venv-bench's Django")
+    absent = [] if args.no_peers else missing_peers()
     if absent:
         print(
             f"error: .venv-bench lacks {', '.join(absent)}; run 'python3 -m venv .venv-bench && "
@@ -303,14 +315,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         modules = contract_modules(copy)
         write_importlinter(scratch, copy.name, modules)
         compile_oncely()
-        rows, commands = measure(scratch, copy, args.runs)
-        print(f"# oncely lint beside flake8, lint-imports and ruff: {tree}")
+        rows, commands = measure(scratch, copy, args.runs, peers=not args.no_peers)
+        beside = "alone (--no-peers)" if args.no_peers else "beside flake8, lint-imports and ruff"
+        print(f"# oncely lint {beside}: {tree}")
         print()
         print(f"{files:,} Python files, {lines:,} lines; medians of {args.runs} run(s); "
               f"{datetime.date.today().isoformat()}")  # fmt: skip
         print(f"Command: {' '.join([Path(sys.argv[0]).name, *(argv or sys.argv[1:])])}")
-        print("Versions: " + ", ".join(f"{k} {v}" for k, v in versions().items()))
-        print(f"lint-imports contract: independence of {', '.join(modules)}")
+        print("Versions: " + ", ".join(f"{k} {v}" for k, v in versions(not args.no_peers).items()))
+        if not args.no_peers:
+            print(f"lint-imports contract: independence of {', '.join(modules)}")
         print(f"Each tool runs in a scratch copy of the tree's .py files ({scratch}), whose ")
         print("pyproject.toml ([tool.oncely.lint], all rules) makes it oncely's config root.")
         print("oncely's own modules are byte-compiled first, as an installed oncely's are.")
@@ -323,7 +337,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"- {tool}: `{command.replace(str(ROOT) + '/', '')}`")
         print()
         print("Targets (issue 6):")
-        print("\n".join(targets(rows)))
+        if args.no_peers:
+            print("- not checked: no peer was measured (--no-peers)")
+        else:
+            print("\n".join(targets(rows)))
         if args.profile:
             print()
             print(profile(scratch, copy, args.profile))

@@ -28,13 +28,15 @@ busier, does not compare with the rest (one session's development machine ran ev
 about half the speed of the one a session before).
 
 ``--quick`` is a smoke test, not a measurement: tiny sizes, one run (whatever ``--runs``
-says), benchmarks run side by side. Run from the project root (``make bench`` creates both
-virtualenvs first)::
+says), benchmarks run side by side. ``--no-peers`` measures oncely alone and needs no
+``.venv-bench``: no peer, no peer linter, no chart (``make test`` runs it with ``--quick``).
+Run from the project root (``make bench`` creates both virtualenvs first)::
 
     .venv/bin/python bench/report.py                      # about 2.5 hours on 2 cores
     .venv/bin/python bench/report.py --runs 1             # one run of each: a quick look
     .venv/bin/python bench/report.py --quick --out /tmp/performance.md
     .venv/bin/python bench/report.py --resume             # go on where a stopped run stopped
+    .venv/bin/python bench/report.py --quick --no-peers --out /tmp/performance.md
 """
 
 from __future__ import annotations
@@ -135,13 +137,14 @@ class Outcome:
 def plan(
     runs: int, quick: bool, peers: Sequence[str], lag_seconds: float, idle_seconds: float
 ) -> list[Task]:
-    """The tasks of one report, in the order they run.
+    """The tasks of one report, in the order they run; with no ``peers``, oncely's alone.
 
     The worker benchmarks run one workload per command (``part``): recurring lag, one-off lag,
     idle cost, each for oncely's stores and then for every peer, so that what is compared is
     measured close together in time.
     """
     r = ("--runs", str(runs))
+    no_peer_linters = () if peers else ("--no-peers",)
     if quick:
         burst = ("--jobs", "200", "--workers", "1")
         lag = ("--schedules", "5", "--seconds", "6", "--margin", "1")
@@ -151,12 +154,14 @@ def plan(
     else:
         burst, lag = (), ("--seconds", f"{lag_seconds:g}")
         idle = ("--idle-seconds", f"{idle_seconds:g}")
-        recurrence, engine, locks, lint = (), (), (), ()
+        recurrence, engine, locks = (), (), ()
+        lint = () if peers else ("--tree", "src/oncely")  # the default tree is .venv-bench's
     tasks = [
         Task("recurrence", ONCELY_PYTHON, "recurrence.py", (*r, *recurrence)),
         Task("burst-oncely", ONCELY_PYTHON, "engine.py", (*r, "--no-peers", *burst, *engine)),
-        Task("burst-peers", PEERS_PYTHON, "peers.py", (*r, "--peers", *peers, *burst)),
     ]
+    if peers:
+        tasks.append(Task("burst-peers", PEERS_PYTHON, "peers.py", (*r, "--peers", *peers, *burst)))
     workloads = {
         "recurring": ("--no-idle", "--modes", "recurring", *lag),
         "oneoff": ("--no-idle", "--modes", "oneoff", *lag),
@@ -171,7 +176,7 @@ def plan(
             tasks.append(Task(f"worker-{peer}", PEERS_PYTHON, "peer_worker.py", args, part))
     tasks += [
         Task("locks", ONCELY_PYTHON, "locks.py", (*r, *locks)),
-        Task("lint", ONCELY_PYTHON, "lint.py", (*r, *lint), json=False),
+        Task("lint", ONCELY_PYTHON, "lint.py", (*r, *lint, *no_peer_linters), json=False),
     ]
     return tasks
 
@@ -327,8 +332,11 @@ def _git_describe() -> str:
         return "unknown"
 
 
-def _versions() -> dict[str, str]:
+def _versions(peers: bool) -> dict[str, str]:
     """oncely's version and commit; the peers' and their drivers', as installed in .venv-bench."""
+    oncely = {"oncely": f"{metadata.version('oncely')} (git {_git_describe()})"}
+    if not peers:
+        return oncely
     script = (
         "import sys\nfrom importlib import metadata\nfor name in sys.argv[1:]:\n"
         "    try: print(name, metadata.version(name))\n"
@@ -339,12 +347,13 @@ def _versions() -> dict[str, str]:
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     found = dict(line.split(" ", 1) for line in done.stdout.splitlines() if " " in line)
-    return {"oncely": f"{metadata.version('oncely')} (git {_git_describe()})", **found}
+    return {**oncely, **found}
 
 
-def _missing_setup() -> list[str]:
-    missing = [str(p.relative_to(ROOT)) for p in (ONCELY_PYTHON, PEERS_PYTHON) if not p.exists()]
-    if PEERS_PYTHON.exists():
+def _missing_setup(peers: bool) -> list[str]:
+    needed = (ONCELY_PYTHON, PEERS_PYTHON) if peers else (ONCELY_PYTHON,)
+    missing = [str(p.relative_to(ROOT)) for p in needed if not p.exists()]
+    if peers and PEERS_PYTHON.exists():
         probe = subprocess.run(
             [str(PEERS_PYTHON), "-c", "import matplotlib, procrastinate, pgqueuer, apscheduler"],
             capture_output=True, check=False,
@@ -352,6 +361,21 @@ def _missing_setup() -> list[str]:
         if probe.returncode != 0:
             missing.append(".venv-bench's peers or matplotlib")
     return missing
+
+
+def _draw_chart(merged: dict[str, Outcome], scratch: Path, chart: Path) -> str | None:
+    """Draw the lag chart with .venv-bench's matplotlib; the error's tail if it failed."""
+    spec = scratch / "chart.json"
+    spec.write_text(json.dumps(render_chart(merged)))
+    drawn = subprocess.run(
+        [str(PEERS_PYTHON), str(_BENCH_DIR / "_lag_chart.py"), str(spec), str(chart)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return (
+        (drawn.stderr.strip()[-500:] or f"exit status {drawn.returncode}")
+        if drawn.returncode
+        else None
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -366,6 +390,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--idle-seconds", type=float, default=30.0, help="measured per idle run, after start-up"
     )
     parser.add_argument("--peers", nargs="+", choices=PEERS, default=list(PEERS))
+    parser.add_argument(
+        "--no-peers", action="store_true",
+        help="oncely alone, without .venv-bench: no peers, no peer linters, no chart",
+    )  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="smoke test: tiny, side by side")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "performance.md")
     parser.add_argument("--chart", type=Path, help="the PNG (default: <out>-lag.png)")
@@ -385,7 +413,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--runs must be at least 1")
     if args.quick:
         args.runs = 1
-    if missing := _missing_setup():
+    if args.no_peers:
+        args.peers = []
+    if missing := _missing_setup(bool(args.peers)):
         parser.error(f"missing {', '.join(missing)}: 'make bench' creates both virtualenvs")
     chart = args.chart or args.out.with_name(f"{args.out.stem}-lag.png")
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -418,21 +448,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         meta = {
             "command": command, "via": args.via, "date": started_at.isoformat(timespec="seconds"),
             "elapsed_s": round(time.perf_counter() - started, 1), "runs": args.runs,
-            "quick": args.quick, "versions": _versions(), "cpus": os.cpu_count(),
-            "chart": os.path.relpath(chart, args.out.parent),
+            "quick": args.quick, "versions": _versions(bool(args.peers)), "cpus": os.cpu_count(),
+            "chart": os.path.relpath(chart, args.out.parent), "no_peers": not args.peers,
             "kept": {o.task.label: o.kept_from for o in outcomes if o.kept_from},
         }  # fmt: skip
         merged = merge(outcomes)
-        chart_spec = scratch / "chart.json"
-        chart_spec.write_text(json.dumps(render_chart(merged)))
-        drawn = subprocess.run(
-            [str(PEERS_PYTHON), str(_BENCH_DIR / "_lag_chart.py"), str(chart_spec), str(chart)],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
-        meta["chart_error"] = drawn.stderr.strip()[-500:] if drawn.returncode else None
+        meta["chart_error"] = _draw_chart(merged, scratch, chart) if args.peers else None
     args.out.write_text(render_page(merged, outcomes, meta))
-    failed = [o.task.label for o in outcomes if o.error] + (["chart"] if drawn.returncode else [])
-    say(f"wrote {args.out} and {chart} in {meta['elapsed_s']:.0f} s")
+    failed = [o.task.label for o in outcomes if o.error] + (
+        ["chart"] if meta["chart_error"] else []
+    )
+    wrote = f"{args.out} and {chart}" if args.peers else str(args.out)
+    say(f"wrote {wrote} in {meta['elapsed_s']:.0f} s")
     if failed:
         say(f"failed: {', '.join(failed)} (their sections say why)")
     return 1 if failed else 0

@@ -40,9 +40,17 @@ from oncely.errors import (
     InvalidSchedule,
     TenantMismatch,
     UnknownJob,
+    UnknownSchedule,
 )
 from oncely.locks import RESERVED_LOCK_PREFIX, Lock, LockProvider, StoreProvider
-from oncely.model import Occurrence, OccurrenceStatus, Overlap, Planned, Schedule
+from oncely.model import (
+    Occurrence,
+    OccurrenceStatus,
+    Overlap,
+    Planned,
+    Schedule,
+    ScheduleStatus,
+)
 from oncely.recurrence import At, Instance, RRule, Trigger, as_utc
 from oncely.store import DEFAULT_URL, Store, StoreUrl, open_store
 
@@ -53,6 +61,8 @@ Handler = Callable[[Run], Any]
 H = TypeVar("H", bound=Handler)
 
 _BACKFILL_LIMIT = 100_000
+# One page of app.schedules(): a service with a million per-user reminders listed them all.
+DEFAULT_PAGE = 1000
 
 
 class App:
@@ -235,11 +245,21 @@ class App:
         """
         return _explain(self, None, key, upcoming, recent)
 
-    def schedules(self, tenant: str | None = None) -> list[Schedule]:
-        """Every tenant's schedules (this app is not bound to one), or only ``tenant``'s."""
-        if tenant is None:
-            return self.store.list_schedules(None, all_tenants=True)
-        return self.store.list_schedules(checked_tenant(tenant))
+    def schedules(
+        self,
+        tenant: str | None = None,
+        *,
+        job: Job | str | None = None,
+        status: ScheduleStatus | None = None,
+        key_prefix: str | None = None,
+        after: Schedule | tuple[str | None, str] | None = None,
+        limit: int | None = DEFAULT_PAGE,
+    ) -> list[Schedule]:
+        """Every tenant's schedules (this app is not bound to one), or only ``tenant``'s, by
+        (tenant, key): one page of ``limit`` at most (None: all), after the schedule ``after``
+        (the last of the previous page, or its (tenant, key)), filtered by ``job``, ``status``
+        and ``key_prefix``. Raises `ConfigurationError` for a filter it cannot use."""
+        return _schedules(self, tenant, tenant is None, job, status, key_prefix, after, limit)
 
     def history(
         self,
@@ -524,8 +544,16 @@ class TenantView:
     def explain(self, key: str, *, upcoming: int = 5, recent: int = 10) -> Explanation:
         return _explain(self.app, self.tenant, key, upcoming, recent)
 
-    def schedules(self) -> list[Schedule]:
-        return self.app.store.list_schedules(self.tenant)
+    def schedules(
+        self,
+        *,
+        job: Job | str | None = None,
+        status: ScheduleStatus | None = None,
+        key_prefix: str | None = None,
+        after: Schedule | tuple[str | None, str] | None = None,
+        limit: int | None = DEFAULT_PAGE,
+    ) -> list[Schedule]:
+        return _schedules(self.app, self.tenant, False, job, status, key_prefix, after, limit)
 
     def history(
         self,
@@ -561,16 +589,26 @@ def _schedule(
             hint="pass oncely.cron(...), oncely.every(...), oncely.rrule(...) or oncely.at(...)",
         )
     now = app.now()
+    starts_now: datetime | None = None
     if isinstance(trigger, RRule):
         if end is not None:
             trigger = trigger.with_end(as_utc(end, "end"))
-        trigger = trigger.with_start(now)
+        if trigger.start is None and trigger.rule.start is None:
+            kept = _stored_start(app, tenant, key, trigger)
+            if kept is None:
+                starts_now = now.replace(microsecond=0)
+            trigger = trigger.with_start(kept or starts_now or now)
     elif end is not None:
         raise InvalidSchedule(
             f"end= applies to rrule schedules, and this one is {trigger.kind}",
             hint="cron and every schedules are perpetual by design; unschedule() stops one",
         )
-    first = trigger.next_after(now)
+    if starts_now is not None:
+        # A rule that counts from now fires first now: from just after its start,
+        # FREQ=DAILY;COUNT=3 fired twice.
+        first = next((i.at for i in trigger.instances_from(starts_now)), None)
+    else:
+        first = trigger.next_after(now)
     if first is None:
         raise InvalidSchedule(
             f"{trigger!r} never fires after {now.isoformat()}",
@@ -588,14 +626,75 @@ def _schedule(
     )
 
 
+def _schedules(
+    app: App,
+    tenant: str | None,
+    all_tenants: bool,
+    job: Job | str | None,
+    status: ScheduleStatus | None,
+    key_prefix: str | None,
+    after: Schedule | tuple[str | None, str] | None,
+    limit: int | None,
+) -> list[Schedule]:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ConfigurationError(f"limit={limit!r} is not a page size; use an int >= 1, or None")
+    if isinstance(after, Schedule):
+        after = (after.tenant, after.key)
+    elif after is not None and not (
+        isinstance(after, tuple) and len(after) == 2 and isinstance(after[1], str)
+    ):
+        raise ConfigurationError(
+            f"after={after!r} is not a Schedule or (tenant, key); pass the last schedule of the "
+            "previous page"
+        )
+    if status is not None and status not in ("active", "ended", "invalid"):
+        raise ConfigurationError(f"status={status!r}: use 'active', 'ended' or 'invalid'")
+    if tenant is not None:
+        checked_tenant(tenant)
+    if key_prefix is not None:
+        checked_key(key_prefix, "key_prefix")
+    if after is not None:
+        if after[0] is not None:
+            checked_tenant(after[0])
+        checked_key(after[1], "after")
+    return app.store.list_schedules(
+        tenant,
+        all_tenants=all_tenants,
+        job=None if job is None else app._job(job).name,
+        status=status,
+        prefix=key_prefix,
+        after=after,
+        limit=limit,
+    )
+
+
+def _stored_start(app: App, tenant: str | None, key: str, trigger: RRule) -> datetime | None:
+    """The start the schedule ``key`` already has when it holds this same rule: saving an
+    unchanged rule keeps its series (given ``now`` as its start again, FREQ=DAILY saved at 08:00
+    and again at 14:37 moved to 14:37)."""
+    try:
+        stored = app.store.get_schedule(tenant, key).trigger
+    except UnknownSchedule:
+        return None
+    if not isinstance(stored, RRule) or stored.start is None:
+        return None
+    if trigger.with_start(stored.start).to_spec() != stored.to_spec():
+        return None
+    return stored.start
+
+
 def _defer(
     app: App, tenant: str | None, job: Job | str, at: datetime, key: str | None, payload: Any
 ) -> Schedule:
     found = app._job(job)
     trigger = At(as_utc(at, "at"))
+    keyless = key is None
     key = key if key is not None else f"{found.name}:{uuid.uuid4().hex}"
     _check_key(app, tenant, key)
+    if not keyless:
+        _refuse_before_horizon(app, tenant, key, trigger.when)
     return app.store.save_schedule(
+        keyless=keyless,
         tenant=tenant,
         key=key,
         job=found.name,
@@ -618,6 +717,26 @@ def _unschedule(app: App, tenant: str | None, key: str) -> Schedule:
             "across restarts",
         )
     return app.store.remove_schedule(tenant, key, app.now())
+
+
+def _refuse_before_horizon(app: App, tenant: str | None, key: str, when: datetime) -> None:
+    """Refuse to move the timer ``key`` to a time whose history retention may have pruned:
+    moved away and back, one that had run there ran again."""
+    horizon = app.store.history_horizon()
+    if horizon is None or when >= horizon:
+        return
+    try:
+        stored = app.store.get_schedule(tenant, key).trigger
+    except UnknownSchedule:
+        return  # a new timer: nothing of it can have run
+    if isinstance(stored, At) and stored.when == when:
+        return  # unchanged: saving it again changes nothing
+    raise InvalidSchedule(
+        f"timer {key!r} cannot move to {when.isoformat()}: history before "
+        f"{horizon.isoformat()} has been pruned (retention), so oncely cannot tell whether it "
+        "already ran then",
+        hint="defer it at a later time, or under a new key",
+    )
 
 
 def _trigger(app: App, tenant: str | None, key: str) -> int:
@@ -643,6 +762,16 @@ def _backfill(app: App, tenant: str | None, key: str, since: datetime, until: da
         raise InvalidSchedule(
             f"schedule {key!r} has no readable trigger ({schedule.status_reason})",
             hint="save it again with a valid trigger",
+        )
+    horizon = app.store.history_horizon()
+    if horizon is not None and since < horizon:
+        # Before the horizon, retention may have pruned what ran: a pruned success read as an
+        # occurrence that never ran, and backfill ran it again.
+        raise InvalidSchedule(
+            f"backfill of {key!r} from {since.isoformat()} reaches before "
+            f"{horizon.isoformat()}, where history has been pruned (retention), so oncely "
+            "cannot tell which of those occurrences ran",
+            hint=f"backfill from {horizon.isoformat()} on",
         )
     planned = []
     for instance in schedule.trigger.instances_within(since, until):

@@ -21,11 +21,13 @@ MAX_LISTED = 1_000_000
 _STATUSES = get_args(OccurrenceStatus)
 
 
-def checked_key(key: Any) -> str:
-    """``key`` if it is a key a store can keep; else `InvalidSchedule` naming it."""
+def checked_key(key: Any, name: str = "key") -> str:
+    """``key`` if it is a key a store can keep; else `InvalidSchedule` naming it as ``name``."""
     if not isinstance(key, str) or not key:
-        raise InvalidSchedule(f"key={shown(key)} is not a schedule key", hint="use a non-empty str")
-    _storable("key", key, KEY_BYTES, InvalidSchedule)
+        raise InvalidSchedule(
+            f"{name}={shown(key)} is not a schedule key", hint="use a non-empty str"
+        )
+    _storable(name, key, KEY_BYTES, InvalidSchedule)
     return key
 
 

@@ -11,7 +11,12 @@ class OncelyError(Exception):
     """oncely could not do what was asked."""
 
     def __init__(self, message: str | None = None) -> None:
-        super().__init__(message or (self.__doc__ or type(self).__name__).strip())
+        super().__init__(message or _default_message(type(self)))
+
+
+def _default_message(cls: type[OncelyError]) -> str:
+    """The class docstring on one line (a wrapped docstring would put its indent in messages)."""
+    return " ".join((cls.__doc__ or cls.__name__).split())
 
 
 class InvalidSchedule(OncelyError, ValueError):
@@ -20,7 +25,8 @@ class InvalidSchedule(OncelyError, ValueError):
     rule: str
     reason: str
 
-    def __init__(self, reason: str, *, rule: str = "", hint: str = "") -> None:
+    def __init__(self, reason: str | None = None, *, rule: str = "", hint: str = "") -> None:
+        reason = reason or _default_message(type(self))
         self.rule = rule
         self.reason = reason
         self.hint = hint
@@ -83,8 +89,8 @@ class TenantMismatch(OncelyError, ValueError):
 class TickFailed(OncelyError):
     """A tick stopped at a failing step; the steps after it did not run."""
 
-    step: str
+    step: str | None
 
-    def __init__(self, message: str, *, step: str) -> None:
+    def __init__(self, message: str | None = None, *, step: str | None = None) -> None:
         self.step = step
         super().__init__(message)

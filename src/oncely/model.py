@@ -66,7 +66,12 @@ class Planned:
 class Materialisation:
     """Occurrences to record for schedule (tenant, key) and where its next run moves: one item
     of `Store.materialise_many`, applied only if the schedule's next run still is
-    ``expected_next_run_at``."""
+    ``expected_next_run_at``.
+
+    ``stale_before``: pending occurrences of the schedule's own series before this time, never
+    started, are skipped with ``stale_reason``: a newer one planned now supersedes them (rows
+    materialised just before every worker stopped, found on restart).
+    """
 
     tenant: str | None
     key: str
@@ -74,6 +79,8 @@ class Materialisation:
     expected_next_run_at: datetime | None
     next_run_at: datetime | None
     overlap: Overlap = "allow"
+    stale_before: datetime | None = None
+    stale_reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +122,8 @@ class Claim:
     ``reclaimed`` is True when the previous attempt's worker was lost (its lease expired).
     ``failure_streak`` is the schedule's count of failed occurrences in a row when claimed.
     ``run_after`` is when the attempt may start: a claim taken ahead of it waits until then.
+    ``held_until`` is when the schedule's previous occurrence finished, if after this one's time:
+    until then a serial job could not start it, so lateness counts from there.
     """
 
     occurrence_id: int
@@ -132,6 +141,7 @@ class Claim:
     run_after: datetime
     reclaimed: bool = False
     failure_streak: int = 0
+    held_until: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from _engine_support import damage
 
 import oncely
 from oncely.testing import Clock
@@ -285,3 +286,31 @@ def test_a_defer_at_the_first_or_last_instant_a_datetime_holds(
     app.tick()
     assert [(o.key, o.status) for o in app.history(key="first")] == [("first", "succeeded")]
     assert [(o.key, o.status) for o in app.history(key="last")] == [("last", "pending")]
+
+
+def test_backfill_refuses_what_it_cannot_do_and_adds_nothing(
+    app: oncely.App, clock: Clock, remind: oncely.Job
+) -> None:
+    @app.job(oncely.every(seconds=1))
+    def beat(run: oncely.Run) -> None:
+        pass
+
+    app.tick()  # saves beat's code-declared schedule
+    before = app.history(limit=1000)
+    past = clock() - timedelta(days=1)
+    with pytest.raises(oncely.InvalidSchedule, match=r"is after until .* \(swap them\)"):
+        app.backfill("kept", past, past - timedelta(hours=1))
+    with pytest.raises(oncely.InvalidSchedule, match="is in the future") as future:
+        app.backfill("kept", past, clock() + timedelta(seconds=1))
+    assert "the schedule itself runs the future" in str(future.value)
+    with pytest.raises(oncely.UnknownSchedule, match="'nope'"):
+        app.backfill("nope", past, past)
+    # Two days of every second is 172,800 occurrences: refused whole, none of them written.
+    with pytest.raises(oncely.InvalidSchedule, match="more than 100000 occurrences") as many:
+        app.backfill("beat", clock() - timedelta(days=2), clock())
+    assert "backfill a shorter range at a time" in str(many.value)
+    damage(app, "kept", '{"kind": "teleport"}')
+    with pytest.raises(oncely.InvalidSchedule, match="'kept' has no readable trigger") as unread:
+        app.backfill("kept", past, past + timedelta(hours=3))
+    assert "save it again with a valid trigger" in str(unread.value)
+    assert app.history(limit=1000) == before

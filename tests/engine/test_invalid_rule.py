@@ -5,19 +5,10 @@ from __future__ import annotations
 import logging
 
 import pytest
+from _engine_support import damage
 
 import oncely
 from oncely.testing import Clock
-
-
-def damage(app: oncely.App, key: str, spec: str) -> None:
-    marker = "?" if app.store.dialect == "sqlite" else "%s"
-    cast = "" if app.store.dialect == "sqlite" else "::jsonb"
-    with app.store.transaction() as connection:
-        connection.execute(
-            f"UPDATE oncely_schedules SET trigger_spec = {marker}{cast} WHERE key = {marker}",
-            (spec, key),
-        )
 
 
 @pytest.mark.parametrize(

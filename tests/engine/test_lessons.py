@@ -10,7 +10,7 @@ import logging
 import threading
 import uuid
 from collections import Counter
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from _engine_support import MakeApp
@@ -132,7 +132,8 @@ def test_lesson_07_a_callers_end_never_extends_a_rules_own_until(
     def remind(run: oncely.Run) -> None:
         pass
 
-    until = (clock() + timedelta(days=2)).strftime("%Y%m%dT%H%M%SZ")
+    saved = clock()
+    until = (saved + timedelta(days=2)).strftime("%Y%m%dT%H%M%SZ")
     app.schedule(
         remind,
         oncely.rrule(f"FREQ=DAILY;UNTIL={until}"),
@@ -142,20 +143,30 @@ def test_lesson_07_a_callers_end_never_extends_a_rules_own_until(
     for _ in range(10):
         clock.advance(days=1)
         app.tick()
-    assert len(app.history(key="r")) == 2
+    # The start (when it was saved), and each day through UNTIL: nothing after it.
+    times = sorted(o.scheduled_for for o in app.history(key="r"))
+    assert times == [saved + timedelta(days=n) for n in range(3)]
 
 
 def test_lesson_08_downtime_never_replays_weeks_of_the_past(app: oncely.App, clock: Clock) -> None:
-    ran: list[str] = []
+    ran: list[datetime] = []
 
     @app.job(oncely.every(minutes=10))
     def poll(run: oncely.Run) -> None:
-        ran.append(run.idempotency_key)
+        ran.append(run.scheduled_for)
 
     app.tick()
-    clock.advance(weeks=2)
+    assert ran == []  # 08:59:30: the first occurrence, 09:00, is not due yet
+    clock.advance(weeks=2)  # 08:59:30 two weeks on: 08:50 was missed 9.5 minutes ago
     app.tick()
-    assert len(ran) <= 1
+    newest = clock() - timedelta(minutes=9, seconds=30)
+    # The newest missed occurrence is within grace (15 minutes): it runs, once, and nothing older.
+    assert ran == [newest]
+    history = app.history(key="poll", limit=1000)
+    assert [o.scheduled_for for o in history if o.status == "succeeded"] == [newest]
+    older = [o for o in history if o.scheduled_for < newest]
+    assert older, "the missed occurrences are recorded, not forgotten"
+    assert {o.status for o in older} == {"skipped"}
 
 
 def test_lesson_11_a_failing_tick_step_stops_the_tick(app: oncely.App, clock: Clock) -> None:
@@ -167,7 +178,7 @@ def test_lesson_11_a_failing_tick_step_stops_the_tick(app: oncely.App, clock: Cl
 
     app.defer(remind, at=clock(), key="waiting")  # already pending: the run step would take it
     app.schedule(remind, oncely.every(minutes=1), key="due")
-    refuse_new_occurrences(app)
+    refuse(app)
     clock.advance(minutes=1)
     with pytest.raises(oncely.TickFailed) as failed:
         app.tick()
@@ -177,12 +188,12 @@ def test_lesson_11_a_failing_tick_step_stops_the_tick(app: oncely.App, clock: Cl
     assert app.schedules()[0].next_run_at is not None
 
 
-def refuse_new_occurrences(app: oncely.App) -> None:
-    """A database fault: inserting an occurrence of schedule 'due' fails inside the store."""
+def refuse(app: oncely.App, event: str = "INSERT", table: str = "oncely_occurrences") -> None:
+    """A database fault: every ``event`` (INSERT, UPDATE) on ``table`` fails inside the store."""
     with app.store.transaction() as connection:
         if app.store.dialect == "sqlite":
             connection.execute(
-                "CREATE TRIGGER refuse BEFORE INSERT ON oncely_occurrences "
+                f"CREATE TRIGGER refuse BEFORE {event} ON {table} "
                 "BEGIN SELECT RAISE(ABORT, 'injected fault'); END"
             )
         else:
@@ -191,9 +202,70 @@ def refuse_new_occurrences(app: oncely.App) -> None:
                 "$$ BEGIN RAISE EXCEPTION 'injected fault'; END $$"
             )
             connection.execute(
-                "CREATE TRIGGER refuse BEFORE INSERT ON oncely_occurrences "
+                f"CREATE TRIGGER refuse BEFORE {event} ON {table} "
                 "FOR EACH ROW EXECUTE FUNCTION refuse()"
             )
+
+
+def test_lesson_11_a_failing_reconcile_step_is_named_and_stops_the_tick(
+    app: oncely.App, clock: Clock
+) -> None:
+    ran: list[str] = []
+
+    @app.job(oncely.every(minutes=1))
+    def sync(run: oncely.Run) -> None:
+        ran.append(run.key)
+
+    refuse(app, "INSERT", "oncely_schedules")  # the code-declared schedule cannot be saved
+    with pytest.raises(oncely.TickFailed) as failed:
+        app.tick()
+    assert failed.value.step == "reconcile"
+    assert "tick step 'reconcile' failed and the steps after it did not run" in str(failed.value)
+    assert isinstance(failed.value.__cause__, oncely.StoreError)
+    assert (ran, app.schedules()) == ([], [])
+
+
+def test_lesson_11_a_failing_abandon_step_is_named_and_stops_the_tick(
+    make_app: MakeApp, clock: Clock
+) -> None:
+    lost, app = make_app(), make_app()
+    ran: list[str] = []
+    for each in (lost, app):
+
+        @each.job(delivery="at_most_once")
+        def once(run: oncely.Run) -> None:
+            ran.append(run.key)
+
+    app.tick()  # reconciled: the next tick starts at the abandon step
+    lost.defer("once", at=clock(), key="lost")
+    assert [c.key for c in lost._the_engine().claim(1)] == ["lost"]  # then the process dies
+    clock.advance(minutes=6)  # its 5-minute lease has expired: the abandon step takes it up
+    app.defer("once", at=clock(), key="waiting")  # the run step would take it
+    refuse(app, "UPDATE")
+    with pytest.raises(oncely.TickFailed) as failed:
+        app.tick()
+    assert failed.value.step == "abandon"
+    assert isinstance(failed.value.__cause__, oncely.StoreError)
+    assert ran == []
+    assert {o.key: o.status for o in app.history()} == {"lost": "running", "waiting": "pending"}
+
+
+def test_lesson_11_a_failing_run_step_is_named(app: oncely.App, clock: Clock) -> None:
+    ran: list[str] = []
+
+    @app.job()
+    def remind(run: oncely.Run) -> None:
+        ran.append(run.key)
+
+    app.tick()  # reconciled
+    app.defer(remind, at=clock(), key="waiting")
+    refuse(app, "UPDATE")  # the claim cannot take the occurrence
+    with pytest.raises(oncely.TickFailed) as failed:
+        app.tick()
+    assert failed.value.step == "run"
+    assert isinstance(failed.value.__cause__, oncely.StoreError)
+    assert ran == []
+    assert [o.status for o in app.history()] == ["pending"]
 
 
 def test_lesson_14_one_tenants_schedules_are_invisible_to_another(
@@ -216,13 +288,18 @@ def test_lesson_09_an_rrule_without_until_or_count_stops_after_max_span(
         pass
 
     key = f"user-typed:{uuid.uuid4().hex[:8]}"  # the stop is logged once per schedule and process
-    app.schedule(nag, oncely.rrule("FREQ=DAILY"), key=key)
+    start = clock()
+    app.schedule(nag, oncely.rrule("FREQ=DAILY", start=start), key=key)
     with caplog.at_level(logging.ERROR, logger="oncely"):
         for _ in range(372):
             clock.advance(days=1)
             app.tick()
-    ran = [o for o in app.history(key=key, limit=1000) if o.status == "succeeded"]
-    assert 365 <= len(ran) <= 367  # 366 days from the start, not forever
+    history = app.history(key=key, limit=1000)
+    # Daily after the start, up to and including 366 days from it, then never again; each ran.
+    assert sorted(o.scheduled_for for o in history) == [
+        start + timedelta(days=n) for n in range(1, 367)
+    ]
+    assert {o.status for o in history} == {"succeeded"}
     (schedule,) = app.schedules()
     assert schedule.status == "ended"
     assert any("max_span" in r.getMessage() for r in caplog.records)

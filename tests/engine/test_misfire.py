@@ -107,9 +107,35 @@ def test_an_occurrence_materialised_in_time_but_claimed_weeks_later_is_skipped_n
     app.tick()  # reconciles: next run on the hour
     clock.advance(minutes=30)
     app._the_engine().prepare(oncely.TickReport())  # materialised, then the fleet went down
-    clock.advance(weeks=3)
+    written = clock()
+    # Back at hh:30: every occurrence since is beyond grace too, so none supersedes this one.
+    clock.advance(weeks=3, minutes=30)
     app.tick()
-    late = [o for o in app.history(limit=1000) if o.scheduled_for == clock() - timedelta(weeks=3)]
-    assert clock() - timedelta(weeks=3) not in ran
+    late = [o for o in app.history(limit=1000) if o.scheduled_for == written]
+    assert ran == []
     assert [(o.status, o.attempts) for o in late] == [("skipped", 0)]
-    assert "claimed 21d after its time, beyond grace 15m" in (late[0].reason or "")
+    assert "claimed 21d30m after its time, beyond grace 15m" in (late[0].reason or "")
+
+
+def test_an_occurrence_materialised_before_downtime_is_superseded_by_the_newest_in_grace(
+    make_app: MakeApp, clock: Clock
+) -> None:
+    app = make_app()
+    ran: list[object] = []
+
+    @app.job(oncely.every(hours=1))
+    def hourly(run: oncely.Run) -> None:
+        ran.append(run.scheduled_for)
+
+    clock.set(clock().replace(minute=30, second=0))
+    app.tick()
+    clock.advance(minutes=30)
+    app._the_engine().prepare(oncely.TickReport())  # materialised, then the fleet went down
+    written = clock()
+    clock.advance(weeks=3, minutes=5)
+    app.tick()
+    (stale,) = [o for o in app.history(limit=1000) if o.scheduled_for == written]
+    assert ran == [written + timedelta(weeks=3)]
+    assert (stale.status, stale.attempts) == ("skipped", 0)
+    newest = (written + timedelta(weeks=3)).isoformat()
+    assert f"superseded by the newer occurrence at {newest}" in (stale.reason or "")

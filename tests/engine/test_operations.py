@@ -34,12 +34,15 @@ def test_a_changed_trigger_replaces_the_future_without_replay(
         pass
 
     app.schedule(remind, oncely.every(hours=1), key="r")
-    clock.advance(hours=3)  # three runs due, none ran
+    clock.advance(hours=3)  # three runs due, none ran; now 11:59:30
     changed = app.schedule(remind, oncely.every(minutes=30), key="r")
-    assert changed.next_run_at is not None
-    assert changed.next_run_at > clock()
+    noon = clock().replace(hour=12, minute=0, second=0)
+    assert changed.next_run_at == noon  # the new trigger's first future time
     app.tick()
     assert app.history() == []  # the old trigger's past is not replayed
+    clock.set(noon)
+    app.tick()
+    assert [(o.scheduled_for, o.status) for o in app.history()] == [(noon, "succeeded")]
 
 
 def test_defer_is_idempotent_by_key_and_a_new_time_replaces_it(

@@ -137,17 +137,37 @@ def test_pause_after_pauses_the_schedule_loudly(
     assert any("paused after 3" in r.getMessage() for r in caplog.records)
 
 
-def test_a_success_resets_the_failure_streak(make_app: MakeApp, clock: Clock) -> None:
+def test_a_success_resets_the_failure_streak(
+    make_app: MakeApp, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
     app = make_app()
-    outcomes = iter([False, False, True, False, False, True])
+    outcomes = iter([False, False, True, False, False, True, False, False, False])
 
     @app.job(oncely.every(minutes=1), retries=1, pause_after=3)
     def sync(run: oncely.Run) -> None:
         if not next(outcomes):
             raise RuntimeError("flaky")
 
+    def streak() -> int:
+        with app.store.transaction() as connection:
+            row = connection.execute(
+                "SELECT consecutive_failures FROM oncely_schedules WHERE key = 'sync'"
+            ).fetchone()
+        assert row is not None
+        return int(row[0] if isinstance(row, tuple) else row["consecutive_failures"])
+
     app.tick()
-    for _ in range(6):
+    streaks = []
+    for _ in range(8):
         clock.advance(minutes=1)
         app.tick()
+        streaks.append(streak())
+    assert streaks == [1, 2, 0, 1, 2, 0, 1, 2]
     assert not app.schedules()[0].paused
+    with caplog.at_level(logging.ERROR, logger="oncely"):
+        clock.advance(minutes=1)
+        app.tick()  # the third failure in a row since the last success
+    (schedule,) = app.schedules()
+    assert schedule.paused
+    assert schedule.status_reason == "paused after 3 consecutive failed occurrences"
+    assert any("paused after 3 consecutive" in r.getMessage() for r in caplog.records)

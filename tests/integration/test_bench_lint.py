@@ -1,4 +1,5 @@
-"""Smoke test of bench/lint.py on oncely's own small tree: every tool runs once; no timings."""
+"""Smoke tests of bench/lint.py on oncely's own small tree: every tool runs once (oncely's alone
+with --no-peers, which needs no .venv-bench); no timings."""
 
 from __future__ import annotations
 
@@ -58,3 +59,31 @@ def test_lint_bench_writes_nothing_into_the_tree(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert sorted(p.relative_to(tree) for p in tree.rglob("*")) == before
+
+
+def test_lint_bench_of_oncely_alone_needs_no_peers_and_writes_nothing_into_the_tree(
+    tmp_path: Path,
+) -> None:
+    tree = tmp_path / "tiny"
+    tree.mkdir()
+    (tree / "__init__.py").write_text("import os\n")
+    before = sorted(p.relative_to(tree) for p in tree.rglob("*"))
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--tree", str(tree), "--runs", "1", "--no-peers"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| ")]
+    assert [row.split(" | ")[0] for row in rows[2:]] == ["| oncely lint"]
+    assert "1 Python files, 1 lines" in done.stdout
+    assert "- not checked: no peer was measured (--no-peers)" in done.stdout
+    assert sorted(p.relative_to(tree) for p in tree.rglob("*")) == before
+
+
+def test_lint_bench_without_peers_needs_a_tree() -> None:
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--no-peers"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "--no-peers needs --tree" in done.stderr

@@ -1,8 +1,10 @@
-"""Smoke test of bench/report.py --quick: every benchmark runs once, tiny, side by side, with one
-peer, and the page and its chart are written with every section; no timings."""
+"""Smoke tests of bench/report.py --quick: every benchmark runs once, tiny, side by side, and the
+page is written with every section; no timings. The oncely-only run (--no-peers) needs no
+.venv-bench and runs in every `make test`; the one with a peer also draws the chart."""
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 from pathlib import Path
@@ -59,3 +61,51 @@ def test_report_writes_every_section_and_the_chart(
     assert len(lag_rows) == 3  # recurring, one-off, idle
     assert "| oncely lint |" in page
     assert "bench/report.py --quick --peers pgqueuer --out" in page
+
+
+def _digests(*trees: Path) -> dict[Path, str]:
+    return {
+        path: hashlib.sha256(path.read_bytes()).hexdigest()
+        for tree in trees
+        for path in sorted(tree.rglob("*"))
+        if path.is_file()
+    }
+
+
+def test_report_of_oncely_alone_writes_every_section_without_the_peers_venv(
+    tmp_path: Path, postgres_url: str, redis_url: str
+) -> None:
+    # As above, the fixtures stand for the default local services the benchmarks use.
+    out = tmp_path / "page" / "performance.md"
+    results = tmp_path / "results"
+    committed = _digests(ROOT / "docs", ROOT / "bench" / "results")
+    done = subprocess.run(
+        [
+            sys.executable, str(SCRIPT), "--quick", "--no-peers",
+            "--out", str(out), "--results", str(results),
+        ],
+        cwd=ROOT, capture_output=True, text=True, timeout=240, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    page = out.read_text()
+    assert [section for section in SECTIONS if section not in page] == []
+    assert "failed; not measured" not in page
+    assert "--no-peers`: oncely alone" in page
+    for row in ("| oncely | PostgreSQL | 1 | 200 |", "| oncely | SQLite | 1 | 200 |"):  # burst
+        assert row in page
+    lag_rows = [line for line in page.splitlines() if line.startswith("| oncely | `")]
+    assert len(lag_rows) == 6  # recurring, one-off and idle, on each store
+    assert "| oncely lint |" in page
+    assert "not checked: no peer was measured (--no-peers)" in page
+    assert "performance-lag.png" not in page
+    assert list(out.parent.iterdir()) == [out]  # no chart
+    rows = [line for line in page.splitlines() if line.startswith("| ") and "---" not in line]
+    assert {row.split(" | ")[0] for row in rows} >= {"| oncely", "| SQLite", "| PostgreSQL"}
+    assert [row for row in rows if row.startswith(("| pgqueuer", "| procrastinate", "| APS"))] == []
+    assert sorted(p.name for p in results.iterdir()) == [
+        "burst-oncely.json", "lint.json", "locks.json", "recurrence.json",
+        "worker-postgres-idle.json", "worker-postgres-oneoff.json",
+        "worker-postgres-recurring.json", "worker-sqlite-idle.json",
+        "worker-sqlite-oneoff.json", "worker-sqlite-recurring.json",
+    ]  # fmt: skip
+    assert _digests(ROOT / "docs", ROOT / "bench" / "results") == committed

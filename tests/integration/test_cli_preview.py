@@ -71,3 +71,10 @@ def test_unknown_zone_exits_2() -> None:
     code, _, err = run("0 9 * * *", "--tz", "Mars/Olympus")
     assert code == 2
     assert "unknown time zone 'Mars/Olympus'" in err
+
+
+def test_preview_of_a_counted_rule_without_a_start_lists_every_occurrence() -> None:
+    code, out, _ = run("FREQ=DAILY;COUNT=3", "-n", "10")
+    assert code == 0
+    listed = [line for line in out.splitlines() if line.strip()[:1].isdigit()]
+    assert [line.split()[0] for line in listed] == ["1", "2", "3"]

@@ -19,6 +19,7 @@ from oncely.lint import Finding, LintConfig, lint_files, read_config
 from oncely.lint import cache as lint_cache
 from oncely.lint.cache import CACHE_DIR, LintCache
 from oncely.lint.engine import enabled_codes
+from oncely.lint.signing import seal, unseal
 
 FILES = {
     "a.py": "x = 1  # oncely: allow ONC101\n",
@@ -62,6 +63,19 @@ def read(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(lint_cache, "open", counting, raising=False)
     return calls
+
+
+def _entries(document: Path) -> Any:
+    body = unseal(document.read_bytes())
+    assert body is not None
+    return json.loads(body)["entries"]
+
+
+def _write_sealed(document: Path, body: str) -> None:
+    """``body`` as this user's runs would have written it: a damage no seal can catch."""
+    sealed = seal(body)
+    assert sealed is not None
+    document.write_text(sealed)
 
 
 def _set_mtime(path: Path, ns: int) -> None:
@@ -165,13 +179,13 @@ def test_a_damaged_cache_is_an_empty_one(tmp_path: Path, parsed: list[str]) -> N
     document = root / CACHE_DIR / "findings.json"
     damages = ["{not json", json.dumps({"format": lint_cache._FORMAT, "entries": []})]
     for damage in [*damages, json.dumps({"format": lint_cache._FORMAT - 1})]:
-        document.write_text(damage)
+        _write_sealed(document, damage)
         parsed.clear()
         assert _run(root) == first
         assert sorted(parsed) == ["a.py", "b.py", "c.py"]
-    entries = json.loads(document.read_text())["entries"]
+    entries = _entries(document)
     entries["a.py"]["findings"] = [["one", 2]]
-    document.write_text(json.dumps({"format": lint_cache._FORMAT, "entries": entries}))
+    _write_sealed(document, json.dumps({"format": lint_cache._FORMAT, "entries": entries}))
     parsed.clear()
     assert _run(root) == first
     assert parsed == ["a.py"]
@@ -183,7 +197,7 @@ def test_entries_of_deleted_files_are_dropped(tmp_path: Path) -> None:
     (root / "pkg" / "c.py").unlink()
     (root / "d.py").write_text("z = 3\n")
     _run(root)
-    entries = json.loads((root / CACHE_DIR / "findings.json").read_text())["entries"]
+    entries = _entries(root / CACHE_DIR / "findings.json")
     assert sorted(entries) == ["a.py", "d.py", "pkg/b.py"]
 
 
@@ -264,7 +278,7 @@ def test_a_file_no_older_than_the_run_that_read_it_is_read_every_time(
     racy = root / "pkg" / "c.py"
     _set_mtime(racy, clock)
     _run(root)
-    entries = json.loads((root / CACHE_DIR / "findings.json").read_text())["entries"]
+    entries = _entries(root / CACHE_DIR / "findings.json")
     assert [entries[name]["stat"] is None for name in FILES] == [False, False, True]
     read.clear()
     parsed.clear()

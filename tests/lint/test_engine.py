@@ -62,7 +62,8 @@ def test_a_suppression_without_reason_is_itself_a_finding(tmp_path: Path) -> Non
         a_py="x = 1  # oncely: allow ONC101\ny = 2  # oncely: allow ONC101 -- the one place\n",
     )
     findings = lint_files([root], read_config(root / "pyproject.toml"))
-    assert [(f.line, f.code) for f in findings] == [(1, "ONC000")]
+    # Line 2's reason is written, but ONC101 does not fire there: a stale suppression (ONC002).
+    assert [(f.line, f.code) for f in findings] == [(1, "ONC000"), (2, "ONC002")]
     assert "-- why this is the one exception" in findings[0].message
 
 
@@ -94,7 +95,8 @@ def test_exit_status_and_formats(tmp_path: Path) -> None:
     assert found.exit_code == 1
     assert found.stdout.splitlines() == [
         "a.py:1:8: ONC000 suppression of ONC101 without a reason; write "
-        "'# oncely: allow ONC101 -- why this is the one exception'"
+        "'# oncely: allow ONC101 -- why this is the one exception' "
+        "(see oncely lint --explain ONC000)"
     ]
     document = json.loads(runner.invoke(main, ["lint", "--format", "json", str(root)]).stdout)
     assert [(d["path"], d["code"]) for d in document] == [("a.py", "ONC000")]

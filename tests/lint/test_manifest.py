@@ -15,6 +15,7 @@ import pytest
 from oncely.lint import cache as lint_cache
 from oncely.lint import command, engine
 from oncely.lint.manifest import CACHE_FOLDER
+from oncely.lint.signing import seal, unseal
 
 FILES = {
     "pkg/__init__.py": "",
@@ -92,7 +93,7 @@ def test_a_changed_file_is_a_miss(root: Path, run: Runs) -> None:
     (root / "pkg/sub/b.py").write_text("y = 2  # oncely: allow ONC101\n")
     status, out, _, replayed = run("pkg")
     assert (status, replayed) == (1, False)
-    assert out.count("ONC000") == 2
+    assert out.count(": ONC000 ") == 2
 
 
 def test_an_added_file_is_a_miss(root: Path, run: Runs) -> None:
@@ -202,9 +203,13 @@ def test_no_cache_reads_and_writes_no_manifest(root: Path, run: Runs) -> None:
 def test_a_damaged_manifest_is_a_miss(root: Path, run: Runs) -> None:
     first = run("pkg")
     (manifest,) = (root / CACHE_FOLDER).glob("run-*.json")
-    document = json.loads(manifest.read_text())
+    body = unseal(manifest.read_bytes())
+    assert body is not None
+    document = json.loads(body)
     for damage in ["{not json", json.dumps({**document, "status": "1"}), "[]"]:
-        manifest.write_text(damage)
+        sealed = seal(damage)  # as this user's runs would write it: no seal catches it
+        assert sealed is not None
+        manifest.write_text(sealed)
         assert run("pkg") == (*first[:3], False)
 
 

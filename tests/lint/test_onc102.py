@@ -33,7 +33,8 @@ def test_the_fixture_fires_exactly_at_its_marked_lines() -> None:
         "import schedule as sch\n",
         "import sched as stdlib_scheduler\n",
         "from rq_scheduler import Scheduler\n",
-        "from crontab import CronTab\n",
+        # A cron parser (crontab, celery.schedules) is a scheduler where the file schedules.
+        "from crontab import CronTab\ncron = CronTab(user=True)\n",
         "import aiocron\n",
         "from timeloop import Timeloop\n",
         "from celery.beat import PersistentScheduler\n",

@@ -10,15 +10,19 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _lock_support import Provided
 
 import oncely
 from oncely.errors import ConfigurationError, LockHeld
+from oncely.locks import LockProvider
+from oncely.model import Lease
 
 HERE = Path(__file__).resolve().parent
 SECOND = timedelta(seconds=1)
@@ -226,4 +230,76 @@ def test_bad_lock_options_are_configuration_errors(provided: Provided) -> None:
             _lock(provided, app, **options)
     with pytest.raises(ConfigurationError):
         app.lock("", at_most=SECOND)
+    app.close()
+
+
+class _Asking:
+    """The lock's own provider, counting how often the lock asked for it."""
+
+    def __init__(self, provider: LockProvider) -> None:
+        self.provider = provider
+        self.asked = 0
+
+    def acquire(self, name: str, owner: str, ttl: timedelta) -> Lease | None:
+        self.asked += 1
+        return self.provider.acquire(name, owner, ttl)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.provider, name)
+
+
+def test_a_blocking_wait_that_runs_out_raises_lock_held_naming_the_holder(
+    provided: Provided,
+) -> None:
+    holder, waiter = provided.app(), provided.app()
+    with _lock(provided, holder):
+        lock = _lock(provided, waiter, blocking=True, timeout=0.3)
+        asking = _Asking(lock.provider)
+        lock.provider = asking  # type: ignore[assignment]
+        with pytest.raises(LockHeld, match="lock 'export' is held by ") as held:
+            lock.acquire()
+        assert held.value.holder is not None
+        assert "#" in held.value.holder  # hostname#pid
+        assert asking.asked > 1  # it waited, asking again, before giving up
+        assert lock.token is None
+
+        @_lock(provided, waiter, blocking=True, timeout=0.1)
+        def export() -> str:
+            return "ran"
+
+        assert export() is None  # the decorator's wait ran out too: skipped
+    with lock:  # free again: the same lock takes it
+        assert lock.token is not None
+    holder.close(), waiter.close()
+
+
+def test_release_and_extend_without_holding_raise_lock_held(provided: Provided) -> None:
+    app = provided.app()
+    lock = _lock(provided, app)
+    with pytest.raises(LockHeld, match="lock 'export' is not held here: nothing to release"):
+        lock.release()
+    with pytest.raises(LockHeld, match="lock 'export' is not held here: nothing to extend"):
+        lock.extend()
+    with lock:
+        elsewhere: list[BaseException] = []
+
+        def in_another_thread() -> None:
+            for attempt in (lock.release, lock.extend):
+                try:
+                    attempt()
+                except LockHeld as exc:
+                    elsewhere.append(exc)
+
+        thread = threading.Thread(target=in_another_thread)
+        thread.start()
+        thread.join()
+        assert [str(e) for e in elsewhere] == [
+            "lock 'export' is not held here: nothing to release",
+            "lock 'export' is not held here: nothing to extend",
+        ]  # this thread's acquisition is not another thread's to end
+        assert lock.token is not None
+        with pytest.raises(LockHeld):
+            _lock(provided, provided.app()).acquire()  # still held: the refusals freed nothing
+    with pytest.raises(LockHeld, match="nothing to release"):
+        lock.release()  # released once, by the with block
     app.close()

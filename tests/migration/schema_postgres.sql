@@ -12,6 +12,11 @@ CREATE SEQUENCE public.oncely_fences
     NO MAXVALUE
     CACHE 1;
 
+CREATE TABLE public.oncely_horizons (
+    name text NOT NULL,
+    before timestamp with time zone NOT NULL
+);
+
 CREATE SEQUENCE public.oncely_lease_tokens
     START WITH 1
     INCREMENT BY 1
@@ -84,6 +89,7 @@ CREATE TABLE public.oncely_schedules (
     consecutive_failures integer DEFAULT 0 NOT NULL,
     created_at timestamp with time zone NOT NULL,
     updated_at timestamp with time zone NOT NULL,
+    keyless boolean DEFAULT false NOT NULL,
     CONSTRAINT oncely_schedules_origin_check CHECK ((origin = ANY (ARRAY['code'::text, 'api'::text]))),
     CONSTRAINT oncely_schedules_status_check CHECK ((status = ANY (ARRAY['active'::text, 'ended'::text, 'invalid'::text, 'removed'::text]))),
     CONSTRAINT oncely_schedules_trigger_kind_check CHECK ((trigger_kind = ANY (ARRAY['cron'::text, 'every'::text, 'rrule'::text, 'at'::text])))
@@ -121,6 +127,9 @@ ALTER TABLE public.oncely_sweeps ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTIT
 ALTER TABLE ONLY public.oncely_code_versions
     ADD CONSTRAINT oncely_code_versions_pkey PRIMARY KEY (fingerprint);
 
+ALTER TABLE ONLY public.oncely_horizons
+    ADD CONSTRAINT oncely_horizons_pkey PRIMARY KEY (name);
+
 ALTER TABLE ONLY public.oncely_leases
     ADD CONSTRAINT oncely_leases_pkey PRIMARY KEY (name);
 
@@ -151,6 +160,8 @@ CREATE INDEX oncely_occurrences_in_progress ON public.oncely_occurrences USING b
 CREATE INDEX oncely_occurrences_leased ON public.oncely_occurrences USING btree (lease_expires_at) WHERE (status = 'running'::text);
 
 CREATE INDEX oncely_schedules_due ON public.oncely_schedules USING btree (next_run_at) WHERE ((status = 'active'::text) AND (NOT paused) AND (next_run_at IS NOT NULL));
+
+CREATE INDEX oncely_schedules_keyless_done ON public.oncely_schedules USING btree (updated_at) WHERE (keyless AND (status = ANY (ARRAY['ended'::text, 'removed'::text])));
 
 CREATE INDEX oncely_sweeps_finished ON public.oncely_sweeps USING btree (finished_at, id);
 

@@ -17,6 +17,10 @@ CREATE INDEX oncely_occurrences_leased ON oncely_occurrences (lease_expires_at)
 CREATE INDEX oncely_schedules_due ON oncely_schedules (next_run_at)
     WHERE status = 'active' AND paused = 0 AND next_run_at IS NOT NULL;
 
+-- index oncely_schedules_keyless_done
+CREATE INDEX oncely_schedules_keyless_done ON oncely_schedules (updated_at)
+    WHERE keyless AND status IN ('ended', 'removed');
+
 -- index oncely_sweeps_finished
 CREATE INDEX oncely_sweeps_finished ON oncely_sweeps (finished_at, id);
 
@@ -32,6 +36,12 @@ CREATE TABLE oncely_code_versions (
 CREATE TABLE oncely_fences (
     id    integer PRIMARY KEY CHECK (id = 1),
     value integer NOT NULL
+) STRICT;
+
+-- table oncely_horizons
+CREATE TABLE oncely_horizons (
+    name   text    PRIMARY KEY,
+    before integer NOT NULL
 ) STRICT;
 
 -- table oncely_lease_tokens
@@ -101,7 +111,7 @@ CREATE TABLE oncely_schedules (
     next_run_at          integer,
     consecutive_failures integer     NOT NULL DEFAULT 0,
     created_at           integer     NOT NULL,
-    updated_at           integer     NOT NULL,
+    updated_at           integer     NOT NULL, keyless integer NOT NULL DEFAULT 0,
     UNIQUE (tenant, key)
 ) STRICT;
 

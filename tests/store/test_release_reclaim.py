@@ -277,3 +277,58 @@ def test_an_attempt_left_running_says_so_and_keeps_its_lease(store: Store) -> No
     (taken_over,) = claim(store, EXPIRED, reclaim=("sync",), owner="host#2")
     assert (taken_over.key, taken_over.reclaimed) == ("left", True)
     assert store.mark_left_running([claims["left"]], "stale") == 0  # taken over: not its to mark
+
+
+# --- abandon_expired ----------------------------------------------------------------------------
+
+
+def test_an_attempt_whose_lease_was_extended_after_it_was_read_is_not_abandoned(
+    store: Store,
+) -> None:
+    """The sweep reads expired at_most_once attempts, then writes: a worker slow but alive that
+    extends its lease in between keeps its attempt (SQLite reads outside the write lock)."""
+    defer(store, "c1")
+    (held,) = claim(store)
+    later = EXPIRED + timedelta(seconds=1)
+    original = store.abandon_expired
+    if store.dialect == "sqlite":
+        write = store._write  # type: ignore[attr-defined]
+        extended: list[bool] = []
+
+        def extend_first(*args: object, **kwargs: object) -> object:
+            if not extended:
+                store._write = write  # type: ignore[attr-defined]
+                extended.append(store.extend(held, later + LEASE))
+            return write(*args, **kwargs)
+
+        store._write = extend_first  # type: ignore[attr-defined]
+        abandoned = original(now=later, jobs=["sync"], reason="lost")
+        store._write = write  # type: ignore[attr-defined]
+        assert extended == [True]
+    else:
+        assert store.extend(held, later + LEASE)  # PostgreSQL reads and writes under the lock
+        abandoned = original(now=later, jobs=["sync"], reason="lost")
+    assert abandoned == []
+    (row,) = store.history(None, key="c1")
+    assert row.status == "running"
+
+
+# --- fail_orphaned ------------------------------------------------------------------------------
+
+
+def test_running_attempts_of_a_job_no_worker_declares_are_failed_not_left_running(
+    store: Store,
+) -> None:
+    defer(store, "gone1", job="gone")
+    defer(store, "kept", job="sync")
+    (orphan, declared) = claim(store, jobs=("gone", "sync"))
+    hour_later = EXPIRED + timedelta(hours=1)
+    assert store.fail_orphaned(hour_later, ["sync"], EXPIRED - TICK) == []  # not yet that long
+    (failed,) = store.fail_orphaned(hour_later, ["sync"], hour_later - timedelta(minutes=30))
+    assert (failed.key, failed.job) == ("gone1", "gone")
+    (row,) = store.history(None, key="gone1")
+    assert row.status == "failed"
+    assert "no running worker declares job gone" in (row.error or "")
+    (other,) = store.history(None, key="kept")
+    assert other.status == "running"  # its job is declared: reclaim_expired's to handle
+    assert {orphan.key, declared.key} == {"gone1", "kept"}

@@ -1,8 +1,7 @@
 """Wake-ups: PostgreSQL tells a watching worker when something may have come due sooner.
 
-Notices on one channel arrive in commit order, so a test that expects none from some operations
-follows them with one that notifies, waits for the count to reach it, and then checks, briefly,
-that no extra notice follows.
+Notices on one channel arrive in commit order, so after each call a test posts a mark of its
+own, and the notices before a mark are the ones that call sent (`Story`).
 """
 
 from __future__ import annotations
@@ -12,11 +11,13 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
+import psycopg
 import pytest
 
-from oncely import at, every
+from oncely import App, Run, at, every
 from oncely.model import Claim, Planned
 from oncely.store import PostgresStore, Store, Watch, open_store
+from oncely.testing import Clock
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 LEASE = timedelta(minutes=5)
@@ -39,9 +40,49 @@ class Notices:
             self._changed.wait_for(lambda: self.count >= count, timeout)
             return self.count
 
-    def exactly(self, count: int) -> bool:
-        """The count reaches ``count`` and no notice more follows (in commit order, promptly)."""
-        return self.wait_for(count) == count and self.wait_for(count + 1, timeout=0.3) == count
+
+class Story:
+    """Which call sent which notice: after each call the test posts a mark on the channel.
+
+    A listener of its own reads the channel's notices in commit order, so the store's notices
+    (empty payload) that arrive before a mark were sent by the call that the mark names. The
+    watch under test counts the marks too.
+    """
+
+    def __init__(self, url: str) -> None:
+        self._listening = psycopg.connect(url, autocommit=True)
+        self._listening.execute("LISTEN oncely")
+        self._marking = psycopg.connect(url, autocommit=True)
+        self.marks = 0
+
+    def mark(self, call: str) -> None:
+        self._marking.execute("SELECT pg_notify('oncely', %s)", [call])
+        self.marks += 1
+
+    def told(self) -> list[tuple[str, int]]:
+        """Each mark with the number of store notices sent by its call, up to the last mark."""
+        told: list[tuple[str, int]] = []
+        sent = 0
+        for notice in self._listening.notifies(timeout=10.0):
+            if notice.payload == "":
+                sent += 1
+                continue
+            told.append((notice.payload, sent))
+            sent = 0
+            if len(told) == self.marks:
+                break
+        return told
+
+    def close(self) -> None:
+        self._listening.close()
+        self._marking.close()
+
+
+@pytest.fixture
+def story(postgres_url: str) -> Iterator[Story]:
+    told = Story(postgres_url)
+    yield told
+    told.close()
 
 
 @pytest.fixture
@@ -89,7 +130,7 @@ def test_sqlite_has_no_watch(sqlite_url: str) -> None:
     store.close()
 
 
-def test_saving_a_schedule_wakes_a_watcher(pg: PostgresStore, notices: Notices) -> None:
+def test_saving_a_schedule_wakes_a_watcher(pg: PostgresStore, story: Story) -> None:
     pg.save_schedule(
         tenant=None,
         key="hourly",
@@ -100,43 +141,84 @@ def test_saving_a_schedule_wakes_a_watcher(pg: PostgresStore, notices: Notices) 
         next_run_at=NOW,
         now=NOW,
     )
-    assert notices.exactly(1)
+    story.mark("save")
+    assert story.told() == [("save", 1)]
 
 
 def test_defer_trigger_backfill_and_resume_wake_a_watcher(
-    pg: PostgresStore, notices: Notices
+    postgres_url: str, pg: PostgresStore, notices: Notices, story: Story
 ) -> None:
-    defer(pg, "d")
-    assert notices.wait_for(1) == 1
-    soon = at(NOW + timedelta(seconds=1)).next_instance_after(NOW)
-    assert soon is not None
-    pg.add_occurrences(None, "d", [Planned(soon, origin="trigger")], now=NOW)
-    assert notices.wait_for(2) == 2
-    pg.add_occurrences(None, "d", [Planned(soon, origin="trigger")], now=NOW)  # nothing new
-    pg.set_paused(None, "d", True, NOW)  # pausing makes nothing sooner
-    pg.set_paused(None, "d", False, NOW)
-    assert notices.exactly(3)
+    clock = Clock(NOW)
+    app = App(postgres_url, clock=clock)
+
+    @app.job(every(hours=1))
+    def hourly(run: Run) -> None:
+        pass
+
+    try:
+        app.tick()  # saves the code-declared schedule: next run 13:00
+        story.mark("first tick")
+        app.defer(hourly, at=NOW + timedelta(minutes=5), key="d")
+        story.mark("defer")
+        app.trigger("d")
+        story.mark("trigger")
+        app.trigger("d")  # the same instant: nothing new
+        story.mark("trigger again")
+        app.pause("d")  # pausing makes nothing sooner
+        story.mark("pause")
+        app.resume("d")
+        story.mark("resume")
+        clock.advance(hours=2, minutes=30)
+        app.tick()  # 13:00 and 14:00 are recorded skipped: 14:00 is beyond grace
+        story.mark("tick past grace")
+        skipped = (NOW + timedelta(hours=1), NOW + timedelta(hours=2))
+        assert {o.status for o in app.history(key="hourly")} == {"skipped"}
+        assert app.backfill("hourly", *skipped) == 2  # re-armed, no row added
+        story.mark("backfill of skipped")
+        assert app.backfill("hourly", *skipped) == 0
+        story.mark("backfill again")
+        assert app.backfill("hourly", NOW - timedelta(hours=3), NOW - timedelta(hours=2)) == 2
+        story.mark("backfill of new")
+        assert story.told() == [
+            ("first tick", 1),
+            ("defer", 1),
+            ("trigger", 1),
+            ("trigger again", 0),
+            ("pause", 0),
+            ("resume", 1),
+            ("tick past grace", 0),
+            ("backfill of skipped", 1),
+            ("backfill again", 0),
+            ("backfill of new", 1),
+        ]
+        assert notices.wait_for(6 + story.marks) == 6 + story.marks  # the watch heard them all
+    finally:
+        app.close()
 
 
-def test_claims_and_bookings_do_not_wake_a_watcher(pg: PostgresStore, notices: Notices) -> None:
+def test_claims_and_bookings_do_not_wake_a_watcher(pg: PostgresStore, story: Story) -> None:
     defer(pg, "a")
     defer(pg, "b")
-    assert notices.wait_for(2) == 2
+    story.mark("defers")
     first, second = claim(pg)
+    story.mark("claim")
     pg.book_success([first], NOW)
+    story.mark("success")
     pg.book_failure(second, NOW, error="boom", retry_at=None, pause_after=None)
-    defer(pg, "sentinel", NOW + timedelta(hours=1))
-    assert notices.exactly(3)  # the sentinel's notice, and no other
+    story.mark("failure")
+    assert story.told() == [("defers", 2), ("claim", 0), ("success", 0), ("failure", 0)]
 
 
-def test_release_and_reclaim_wake_a_watcher(pg: PostgresStore, notices: Notices) -> None:
+def test_release_and_reclaim_wake_a_watcher(pg: PostgresStore, story: Story) -> None:
     defer(pg, "d")
-    assert notices.wait_for(1) == 1
+    story.mark("defer")
     assert pg.release(claim(pg), NOW) == 1
-    assert notices.exactly(2)
+    story.mark("claim and release")
     claim(pg)
+    story.mark("claim")
     assert [r.status for r in pg.reclaim_expired(NOW + LEASE, {"sync": 5})] == ["retrying"]
-    assert notices.exactly(3)
+    story.mark("reclaim")
+    assert story.told() == [("defer", 1), ("claim and release", 1), ("claim", 0), ("reclaim", 1)]
 
 
 def test_a_watcher_outlives_an_on_change_that_raises(

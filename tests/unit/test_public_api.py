@@ -40,12 +40,42 @@ def test_recurrence_api_and_errors_are_exported() -> None:
         assert callable(getattr(oncely, name)), name
 
 
-@pytest.mark.parametrize("name", sorted(ERRORS | {"UnknownSchedule"}))
+def _exported_errors() -> list[str]:
+    return sorted(
+        name
+        for name in oncely.__all__
+        if isinstance(getattr(oncely, name), type) and issubclass(getattr(oncely, name), Exception)
+    )
+
+
+def test_every_error_of_errors_py_is_exported() -> None:
+    defined = {
+        name
+        for name, value in vars(errors).items()
+        if isinstance(value, type)
+        and issubclass(value, Exception)
+        and value.__module__ == errors.__name__
+    }
+    assert set(_exported_errors()) == defined
+    assert len(defined) == 14
+
+
+@pytest.mark.parametrize("name", _exported_errors())
 def test_every_error_is_an_oncely_error_with_a_default_message(name: str) -> None:
-    cls = getattr(errors, name)
+    cls = getattr(oncely, name)
     assert issubclass(cls, oncely.OncelyError)
-    if cls is not oncely.InvalidSchedule:
-        assert str(cls()) == (cls.__doc__ or "").strip()
+    default = " ".join((cls.__doc__ or "").split())  # the docstring, on one line
+    assert default
+    assert str(cls()) == default
+    assert str(cls("what went wrong, and what to do")) == "what went wrong, and what to do"
+
+
+def test_errors_built_without_arguments_still_carry_their_data() -> None:
+    assert oncely.InvalidSchedule().reason == "The schedule is not valid."
+    assert oncely.NaiveDatetime().rule == ""
+    assert oncely.TickFailed().step is None
+    assert oncely.TickFailed("tick step 'claim' failed", step="claim").step == "claim"
+    assert oncely.LockHeld().holder is None
 
 
 def test_invalid_schedule_carries_rule_reason_and_hint() -> None:

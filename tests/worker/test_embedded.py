@@ -6,15 +6,20 @@ Real stores and the real clock; drain timeouts are short so that each test takes
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
 import threading
 import time
 import traceback
+import urllib.error
+import urllib.request
 import warnings
 from datetime import UTC, datetime
 from pathlib import Path
@@ -333,3 +338,72 @@ def test_a_forked_child_has_no_loop_and_starts_its_own(url: str) -> None:
         os.close(go_read)
         os.close(go_write)
         app.close()
+
+
+def _get(address: str, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://{address}{path}", timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as failed:
+        return failed.code, failed.read().decode()
+
+
+def test_start_with_http_serves_health_and_the_running_workers_metrics(app: oncely.App) -> None:
+    @app.job()
+    def note(run: oncely.Run) -> None: ...
+
+    app.defer(note, at=datetime.now(UTC), key="served")
+    app.start(http="127.0.0.1:0")
+    try:
+        eventually(lambda: _succeeded(app, "served"), what="the deferred job to run")
+        embedded = app._embedded
+        assert embedded is not None
+        worker = embedded.worker
+        assert worker is not None
+        address = worker.http_address
+        assert address is not None
+        assert address.startswith("127.0.0.1:")
+        assert not address.endswith(":0")  # the port it bound, not the one asked for
+        sample = 'oncely_occurrences_total{job="note",status="succeeded"} 1.0'
+        eventually(lambda: sample in _get(address, "/metrics")[1], what=sample)
+        code, body = _get(address, "/healthz")
+        assert (code, json.loads(body)["status"]) == (200, "ok")
+    finally:
+        app.stop(timeout=5)
+    with pytest.raises(urllib.error.URLError):
+        _get(address, "/healthz")  # stopped: nothing listens there any more
+
+
+@pytest.mark.parametrize(
+    ("http", "message"),
+    [
+        ("127.0.0.1", "HTTP address '127.0.0.1' has no port; write HOST:PORT"),
+        ("127.0.0.1:http", "the port must be a number from 0 to 65535"),
+        ("::1:9100", "write an IPv6 host in brackets, e.g. [::1]:9100"),
+    ],
+)
+def test_start_with_an_unusable_http_address_raises_and_starts_nothing(
+    app: oncely.App, http: str, message: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=re.escape(message)):
+        app.start(http=http)
+    assert _loops() == []
+    assert app._embedded is None or app._embedded.worker is None
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="App.start(http=) binds on the loop's thread: an address in use is logged as a "
+    "failed loop, and start() returns as if serving (its docstring: raises ConfigurationError "
+    "for options the worker cannot use)",
+)
+def test_start_with_an_http_address_in_use_raises(app: oncely.App) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        try:
+            with pytest.raises(ConfigurationError, match="cannot listen on"):
+                app.start(http=f"127.0.0.1:{port}")
+        finally:
+            app.stop(timeout=5)

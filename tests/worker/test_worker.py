@@ -434,6 +434,30 @@ def test_a_claim_whose_lease_ran_out_while_it_waited_is_not_started(
     app.close()
 
 
+def test_a_claim_whose_lease_ran_out_while_it_waited_is_given_back_not_abandoned(
+    url: str,
+) -> None:
+    from oncely.testing import Clock
+    from oncely.worker.loop import _Held
+
+    clock = Clock(_now())
+    app = oncely.App(url, clock=clock)
+
+    @app.job(lease=timedelta(seconds=4), delivery="at_most_once")
+    def charge(run: oncely.Run) -> None:
+        pass
+
+    app.defer(charge, at=clock(), key="c1")
+    worker = Worker(app)
+    (claim,) = worker.engine.claim(5)
+    clock.advance(seconds=5)  # the loop, starved, never extended it
+    assert worker._run_one(_Held(claim, worker.engine.jobs["charge"])) is None
+    app.tick()  # abandons lost at_most_once attempts, then claims
+    (occurrence,) = app.history(key="c1")
+    assert (occurrence.status, occurrence.attempts) == ("succeeded", 1)
+    app.close()
+
+
 def test_claims_taken_ahead_start_on_time_while_the_next_due_time_is_prepared(
     url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -22,7 +22,8 @@ def trigger(app_spec: str, key: str, tenant: str | None) -> None:
     with app_in_use(app_spec, key=key, tenant=tenant) as app:
         now = app.now()
         added = scoped(app, tenant).trigger(key)
-        paused = any(s.paused for s in app.schedules(tenant) if s.key == key and s.tenant == tenant)
+        found = app.schedules(tenant, key_prefix=key, limit=None)
+        paused = any(s.paused for s in found if s.key == key and s.tenant == tenant)
     named = _named(key, tenant)
     if not added:
         click.echo(f"{named} already has an occurrence at {when(now)}; nothing added")

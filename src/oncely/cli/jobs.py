@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+import shlex
+from typing import Any, cast
 
 import click
 
-from oncely.app import App
+from oncely.app import DEFAULT_PAGE, App
 from oncely.cli.loading import app_in_use
 from oncely.cli.options import as_json, tenant_option
 from oncely.cli.output import (
@@ -18,7 +19,7 @@ from oncely.cli.output import (
     trigger_text,
     when,
 )
-from oncely.model import Schedule
+from oncely.model import Schedule, ScheduleStatus
 
 NO_SCHEDULE = "no schedule"
 
@@ -26,17 +27,49 @@ NO_SCHEDULE = "no schedule"
 @click.command()
 @click.argument("app_spec", metavar="MODULE:APP")
 @tenant_option("List only this tenant's schedules (default: every tenant's).")
+@click.option("--job", "job_name", default=None, help="Only the schedules of this job.")
+@click.option(
+    "--state", "state", type=click.Choice(["active", "ended", "invalid"]), default=None,
+    help="Only the schedules in this state.",
+)  # fmt: skip
+@click.option("--prefix", default=None, help="Only the keys that start with this.")
+@click.option(
+    "--limit", default=DEFAULT_PAGE, show_default=True, type=click.IntRange(1, None),
+    help="At most this many schedules (one page).",
+)  # fmt: skip
+@click.option("--after", "after_key", default=None, help="The page after this key.")
+@click.option("--after-tenant", default=None, help="The tenant of --after's key (default: none).")
 @as_json
-def jobs(app_spec: str, tenant: str | None, json_output: bool) -> None:
+def jobs(
+    app_spec: str,
+    tenant: str | None,
+    job_name: str | None,
+    state: str | None,
+    prefix: str | None,
+    limit: int,
+    after_key: str | None,
+    after_tenant: str | None,
+    json_output: bool,
+) -> None:
     """List the schedules: key, job, trigger, next run (UTC), state and tenant.
 
-    Jobs declared in code that nothing schedules are listed too, as "no schedule": ones
+    One page at a time, by tenant and key: a full page ends with the options that show the
+    next. Jobs declared in code that nothing schedules are listed too, as "no schedule": ones
     declared with @app.job() that no schedule (of the tenant, with --tenant) runs, and ones
     declared with a trigger whose schedule no worker has saved yet.
     """
+    after = None if after_key is None else (after_tenant or tenant, after_key)
+    filtered = job_name is not None or state is not None or prefix is not None
     with app_in_use(app_spec) as app:
-        schedules = app.schedules(tenant)
-        idle = _unscheduled(app, schedules, tenant)
+        schedules = app.schedules(
+            tenant,
+            job=job_name,
+            status=cast(ScheduleStatus | None, state),
+            key_prefix=prefix,
+            after=after,
+            limit=limit,
+        )
+        idle = [] if filtered or after is not None else _unscheduled(app, schedules, tenant)
     if json_output:
         print_json([_document(s) for s in schedules] + idle)
         return
@@ -58,6 +91,12 @@ def jobs(app_spec: str, tenant: str | None, json_output: bool) -> None:
         click.echo("no jobs and no schedules" + (f" in tenant {tenant!r}" if tenant else ""))
         return
     print_table(columns, rows)
+    if len(schedules) == limit:
+        last = schedules[-1]
+        more = f"--after {shlex.quote(last.key)}"
+        if last.tenant is not None and last.tenant != tenant:
+            more += f" --after-tenant {shlex.quote(last.tenant)}"
+        click.echo(f"{limit} schedules shown; the next page: {more}")
 
 
 def _state(schedule: Schedule) -> str:

@@ -21,6 +21,7 @@ from oncely.lint import command
 @click.option("--select", metavar="CODES", help="Comma-separated code prefixes to run only.")
 @click.option("--ignore", metavar="CODES", help="Comma-separated code prefixes to skip.")
 @click.option("--rules", "list_rules", is_flag=True, help="List the rules and exit.")
+@click.option("--explain", metavar="CODE", help="Print the documentation of rule CODE and exit.")
 @click.option(
     "--prove",
     "prove_rules",
@@ -38,6 +39,7 @@ def lint(
     list_rules: bool,
     prove_rules: bool,
     no_cache: bool,
+    explain: str | None,
 ) -> None:
     """Check PATHS (default: the current directory) against oncely's rules.
 
@@ -54,6 +56,7 @@ def lint(
             list_rules=list_rules,
             prove_rules=prove_rules,
             no_cache=no_cache,
+            explain=explain,
         )
     except ConfigurationError as exc:  # a bad table, a rule refusing its options, bad options
         raise click.UsageError(str(exc)) from exc

@@ -101,7 +101,8 @@ def _unknown_key(app: App, spec: str, key: str, tenant: str | None) -> str:
     where = "" if tenant is None else f" in tenant {tenant!r}"
     message = f"no schedule has key {key!r}{where}"
     try:
-        elsewhere = {s.tenant for s in app.schedules() if s.key == key and s.tenant != tenant}
+        found = app.schedules(key_prefix=key, limit=None)
+        elsewhere = {s.tenant for s in found if s.key == key and s.tenant != tenant}
     except OncelyError:  # the hint is a courtesy; the error is the unknown key
         elsewhere = set()
     if None in elsewhere:

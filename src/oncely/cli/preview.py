@@ -65,7 +65,7 @@ def _offset(offset: timedelta) -> str:
     "--start",
     default=None,
     help="ISO time to list from (a rule's DTSTART too); without an offset it is local to --tz. "
-    "Default: now, and for a rule a DTSTART of today 00:00.",
+    "Default: now, which is also a rule's DTSTART, as when a schedule is saved now.",
 )
 def preview(rule: str, tz: str, count: int, start: str | None) -> None:
     """Show the next occurrences of RULE (an RRULE or a cron expression).
@@ -79,11 +79,9 @@ def preview(rule: str, tz: str, count: int, start: str | None) -> None:
         since = _read_time(start, zone) if start else now
         trigger: RRule | Cron
         if _looks_like_rrule(rule):
-            if start:
-                dtstart = since
-            else:
-                today = zone.wall_of(now)[0].replace(hour=0, minute=0, second=0)
-                dtstart = zone.resolve(today, "shift", "first")[0].at
+            # Without --start a rule counts from now, as saving it now would: from today's
+            # midnight, FREQ=DAILY;COUNT=3 listed two, its first already past.
+            dtstart = since
             has_own_start = "DTSTART" in rule.upper()
             trigger = rrule(
                 rule,

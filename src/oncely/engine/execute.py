@@ -96,7 +96,9 @@ class Executor:
         """
         if isinstance(claim.payload, Unreadable):
             return Finished(claim, job, f"not run: {claim.payload.reason}", final=True)
-        late = self.clock() - claim.scheduled_for
+        # A serial job's occurrence waits for the previous one to finish: that wait is no
+        # misfire (buffer_one's 11:00 was skipped when the 10:00 before it took 80 minutes).
+        late = self.clock() - (claim.held_until or claim.scheduled_for)
         if (
             claim.origin == "schedule"
             and claim.attempt == 1

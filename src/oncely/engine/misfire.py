@@ -61,10 +61,16 @@ def _decide(due: list[Instance], trigger: Trigger, job: Job, now: datetime) -> l
     if job.misfire == "skip" and late > job.grace:
         reason = f"misfire: {age(late)} late, beyond grace {age(job.grace)} (misfire='skip')"
         return [Planned(instance, "skipped", reason) for instance in due]
-    superseded = f"misfire: the newer occurrence at {newest.at.isoformat()} ran instead " + (
+    superseded = superseded_by(newest.at, job)
+    return [Planned(instance, "skipped", superseded) for instance in due[:-1]] + [Planned(newest)]
+
+
+def superseded_by(newest: datetime, job: Job) -> str:
+    """The reason of a missed occurrence that the newer one at ``newest`` replaces. It names the
+    occurrence, not a run: that one may yet be skipped in its turn."""
+    return f"misfire: superseded by the newer occurrence at {newest.isoformat()} " + (
         f"(misfire={job.misfire!r})"
     )
-    return [Planned(instance, "skipped", superseded) for instance in due[:-1]] + [Planned(newest)]
 
 
 def _newest(trigger: Trigger, first: datetime, now: datetime, limit: int) -> list[Instance]:

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from oncely.engine.bridge import AsyncBridge
 from oncely.engine.execute import Executor, Finished, extended
 from oncely.engine.job import Job
-from oncely.engine.misfire import plan
+from oncely.engine.misfire import plan, superseded_by
 from oncely.engine.reconcile import Reconciler
 from oncely.errors import OncelyError, TickFailed
 from oncely.model import Claim, Materialisation, Schedule
@@ -218,6 +218,11 @@ class Engine:
         assert schedule.trigger is not None
         assert schedule.next_run_at is not None
         decided = plan(schedule.trigger, schedule.next_run_at, job, now)
+        newest = [p.instance.at for p in decided.planned if p.status == "pending" and
+                  p.instance.at <= now]  # fmt: skip
+        stale_before = None
+        if newest and job.misfire != "all" and schedule.trigger.kind != "at":
+            stale_before = newest[-1]
         return Materialisation(
             schedule.tenant,
             schedule.key,
@@ -225,6 +230,8 @@ class Engine:
             expected_next_run_at=schedule.next_run_at,
             next_run_at=decided.next_run_at,
             overlap=job.overlap,
+            stale_before=stale_before,
+            stale_reason=None if stale_before is None else superseded_by(stale_before, job),
         )
 
     def _run(self, report: TickReport) -> None:

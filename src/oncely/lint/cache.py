@@ -20,7 +20,10 @@ linted files are taken to share that clock, as git takes a work tree to share it
 later write then moves the mtime. A file changed since is simply read again.
 
 A cache is a speed-up, never a source of truth: a missing, unreadable or foreign document is an
-empty cache, and one that cannot be written costs the next run its speed, not its findings.
+empty cache, and one that cannot be written costs the next run its speed, not its findings. The
+document is sealed with the user's key (``oncely.lint.signing``): one edited, copied from
+another machine or committed to the repository does not verify, and is an empty cache. The
+settings digest also holds oncely's version.
 Concurrent runs may overwrite each other's document; the loser's entries are simply recomputed.
 """
 
@@ -36,14 +39,16 @@ from pathlib import Path
 from typing import Any
 
 from oncely.lint.config import LintConfig
+from oncely.lint.discovery import nonblocking, read_regular
 from oncely.lint.finding import Finding
-from oncely.lint.manifest import CACHE_FOLDER
+from oncely.lint.manifest import CACHE_FOLDER, oncely_version
 from oncely.lint.rules.base import module_name
+from oncely.lint.signing import seal, unseal
 
 #: Where the cache lives, relative to the config root (the directory of pyproject.toml).
 CACHE_DIR = Path(CACHE_FOLDER)
 _DOCUMENT = "findings.json"
-_FORMAT = 3
+_FORMAT = 4
 _LINT_PACKAGE = Path(__file__).resolve().parent
 
 
@@ -86,8 +91,11 @@ class LintCache:
                 return findings
         if not self._clock_read:
             self._clock, self._clock_read = file_system_time(self.path.parent), True
-        with open(path, "rb") as file:
-            data = file.read()
+        with open(path, "rb", opener=nonblocking) as file:
+            read = read_regular(file)
+        if read is None:
+            return []  # swapped for a FIFO or a device since it was found: nothing to lint
+        data = read
         digest = hashlib.sha256(data).hexdigest()
         # Racily clean: a stat no older than the clock before the read can survive a write
         # made after the read, within the same tick; such a file is read again next time.
@@ -110,7 +118,9 @@ class LintCache:
             "module": module,
             "digest": digest,
             "stat": stat,
-            "findings": [[f.line, f.col, f.code, f.message] for f in findings],
+            "findings": [
+                [f.line, f.col, f.code, f.message, f.justification, f.level] for f in findings
+            ],
         }
         self._changed = True
 
@@ -123,8 +133,10 @@ class LintCache:
             for relative, entry in sorted(self._entries.items())
             if relative in self._seen or os.path.isfile(os.path.join(self.root, relative))
         }
-        document = json.dumps({"format": _FORMAT, "entries": entries}, separators=(",", ":"))
-        write_document(self.path, document)
+        body = json.dumps({"format": _FORMAT, "entries": entries}, separators=(",", ":"))
+        document = seal(body)
+        if document is not None:
+            write_document(self.path, document)
         self._changed = False
 
 
@@ -178,13 +190,15 @@ def _settings_digest(config: LintConfig, codes: Sequence[str]) -> str:
     settings = {
         "format": _FORMAT,
         "lint": _lint_code_digest(),
+        "oncely": oncely_version(),
         "python": _python_version(),
         "rules": [
             [code, config.options.get(code) or {}, list(config.allow.get(code, ()))]
             for code in sorted(codes)
         ],
-        # The engine reports these two itself when enabled, whichever rules run.
-        "engine": [config.enabled(code) for code in ("ONC000", "ONC001")],
+        # The engine reports these itself when enabled, whichever rules run.
+        "engine": [config.enabled(code) for code in ("ONC000", "ONC001", "ONC002")],
+        "target": config.target_version,
     }
     return hashlib.sha256(json.dumps(settings, sort_keys=True, default=repr).encode()).hexdigest()
 
@@ -207,7 +221,8 @@ def _lint_code_digest() -> str:
 def _load(path: Path) -> dict[str, dict[str, Any]]:
     try:
         with open(path, "rb") as file:
-            document = json.loads(file.read())
+            body = unseal(file.read())
+        document = json.loads(body) if body is not None else None
     except (OSError, ValueError):
         return {}
     if not isinstance(document, dict) or document.get("format") != _FORMAT:
@@ -221,8 +236,16 @@ def _load(path: Path) -> dict[str, dict[str, Any]]:
 def _findings(stored: Any, shown: str) -> list[Finding] | None:
     try:
         return [
-            Finding(shown, int(line), int(col), str(code), str(message))
-            for line, col, code, message in stored
+            Finding(
+                shown,
+                int(line),
+                int(col),
+                str(code),
+                str(message),
+                None if justification is None else str(justification),
+                str(level),
+            )
+            for line, col, code, message, justification, level in stored
         ]
     except (TypeError, ValueError):
         return None

@@ -33,13 +33,24 @@ def run(
     list_rules: bool = False,
     prove_rules: bool = False,
     no_cache: bool = False,
+    explain: str | None = None,
 ) -> int:
     """Lint ``paths`` (default: the current directory) and print the findings in ``fmt``; or,
-    with ``list_rules``, list the rules; or, with ``prove_rules``, prove them.
+    with ``list_rules``, list the rules; with ``explain``, print that rule's documentation;
+    or, with ``prove_rules``, prove them.
 
     Returns the exit status: 0 clean (or every rule proved), 1 findings (or a rule not proved).
     Raises `ConfigurationError` for a bad configuration or a bad combination of options.
     """
+    if explain is not None:
+        from oncely.lint.reporters import rule_page
+        from oncely.lint.rules import all_rules
+
+        found = [rule for rule in all_rules() if rule.code == explain.strip().upper()]
+        if not found:
+            raise ConfigurationError(f"--explain {explain}: no rule has that code; see --rules")
+        _echo(rule_page(found[0]), end="")
+        return 0
     if list_rules:
         from oncely.lint.rules import all_rules
 
@@ -73,12 +84,14 @@ def run(
         from oncely.lint.cache import LintCache  # and hashlib: a --no-cache run needs neither
 
         cache = LintCache(config, enabled_codes(config))
-    findings = lint_files(targets, config, cache=cache)
+    findings = lint_files(targets, config, cache=cache, suppressed=fmt == "sarif")
     out, err = _report(findings, fmt, config)
     _echo(out, end="")
     if err:
         _echo(err, end="", err=True)
-    status = 1 if findings else 0
+    # Suppressed findings (in SARIF) and notes (a file this Python is too old to parse) are
+    # shown and do not fail the run.
+    status = 1 if any(f.justification is None and f.level == "error" for f in findings) else 0
     if manifest is not None:
         manifest.record(out, err, status)
     return status
@@ -94,7 +107,6 @@ def _prove(targets: list[Path], config: LintConfig) -> int:
 
 
 def _overridden(config: LintConfig, select: str | None, ignore: str | None) -> LintConfig:
-    from oncely.lint.config import LintConfig
     from oncely.lint.rules import rule_codes
 
     known = set(rule_codes())
@@ -109,13 +121,12 @@ def _overridden(config: LintConfig, select: str | None, ignore: str | None) -> L
                 f"--{option} {unknown[0]}: no rule has that code; see 'oncely lint --rules'"
             )
         chosen[option] = codes
-    return LintConfig(
-        root=config.root,
+    from dataclasses import replace
+
+    return replace(
+        config,
         select=chosen.get("select", config.select),
         ignore=chosen.get("ignore", config.ignore),
-        exclude=config.exclude,
-        allow=config.allow,
-        options=config.options,
     )
 
 
@@ -130,10 +141,10 @@ def _report(findings: list[Finding], fmt: str, config: LintConfig) -> tuple[str,
         from oncely.lint.rules import all_rules
 
         ran = [rule for rule in all_rules() if config.enabled(rule.code)]
-        return sarif_report(findings, ran, config.root) + "\n", ""
-    from oncely.lint.reporters import text_report
+        return sarif_report(findings, ran, config.root, config.docs_url) + "\n", ""
+    from oncely.lint.reporters import summary, text_report
 
-    return text_report(findings), f"{len(findings)} finding(s)\n" if findings else ""
+    return text_report(findings, config.docs_url), summary(findings)
 
 
 def _echo(text: str, *, end: str = "\n", err: bool = False) -> None:

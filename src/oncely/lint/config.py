@@ -4,6 +4,11 @@
     select = ["ONC"]                 # code prefixes; default: every rule
     ignore = ["ONC203"]
     exclude = ["migrations/*"]       # paths (globs, relative to pyproject.toml) not linted
+    target-version = "py312"         # the oldest Python the code must parse under; default:
+                                     # [project] requires-python's lower bound, else none
+    docs-url = "https://docs.example.org/oncely/"   # where the docs site (docs/) is published:
+                                     # findings link to <docs-url>lint/<CODE>/; default: none,
+                                     # and findings name `oncely lint --explain CODE` instead
 
     [tool.oncely.lint.allow]         # the one place each pattern is allowed, configured
     ONC101 = ["src/oncely/worker/loop.py"]
@@ -26,8 +31,10 @@ from typing import Any
 from oncely.errors import ConfigurationError
 from oncely.lint.discovery import nearest_pyproject
 
-_KEYS = {"select", "ignore", "exclude", "allow"}
+_KEYS = {"select", "ignore", "exclude", "allow", "target-version", "docs-url"}
 _RULE_TABLE = re.compile(r"ONC\d{3}")
+_TARGET = re.compile(r"py3(?P<minor>\d{1,2})")
+_REQUIRES = re.compile(r"^\s*>=?\s*3\.(?P<minor>\d{1,2})(?:\.\d+)?\s*(?:,|$)")
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,11 @@ class LintConfig:
     allow: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: Per-rule option tables, ``[tool.oncely.lint.ONC201]``; each rule checks its own.
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The oldest Python the code must parse under, ``(3, 12)``; None: not said. Syntax newer
+    #: than it is a syntax error (ONC001); newer only than the running Python, a note.
+    target_version: tuple[int, int] | None = None
+    #: Where the documentation site is published (ends with "/"); None: nowhere known.
+    docs_url: str | None = None
 
     def enabled(self, code: str) -> bool:
         chosen = any(code.startswith(prefix) for prefix in self.select)
@@ -101,7 +113,39 @@ def read_config(pyproject: Path) -> LintConfig:
         exclude=_strings(table, "exclude", where),
         allow={code: _strings(allow, code, f"{where}.allow") for code in allow},
         options=_options(table, where),
+        target_version=_target_version(table, document, where),
+        docs_url=_docs_url(table, where),
     )
+
+
+def _docs_url(table: dict[str, Any], where: str) -> str | None:
+    value = table.get("docs-url")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.startswith(("https://", "http://")):
+        raise ConfigurationError(
+            f"{where}.docs-url = {value!r}: give the http(s) address the docs site is "
+            'published at, e.g. "https://docs.example.org/oncely/"'
+        )
+    return value if value.endswith("/") else value + "/"
+
+
+def _target_version(
+    table: dict[str, Any], document: dict[str, Any], where: str
+) -> tuple[int, int] | None:
+    """``target-version = "py312"``; else the lower bound of ``[project] requires-python``
+    when it is a plain ``>=3.N``; else None."""
+    value = table.get("target-version")
+    if value is None:
+        requires = document.get("project", {}).get("requires-python")
+        found = _REQUIRES.match(requires) if isinstance(requires, str) else None
+        return (3, int(found["minor"])) if found else None
+    found = _TARGET.fullmatch(value) if isinstance(value, str) else None
+    if found is None:
+        raise ConfigurationError(
+            f'{where}: target-version must name a Python 3 release, e.g. target-version = "py312"'
+        )
+    return (3, int(found["minor"]))
 
 
 def _options(table: dict[str, Any], where: str) -> dict[str, dict[str, Any]]:

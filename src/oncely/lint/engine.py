@@ -2,8 +2,12 @@
 
 Suppressions are comments on the finding's line: ``# oncely: allow ONC101 -- reason``. One
 without a reason still silences the finding but is itself a finding (ONC000): the exception is
-written down or it is not an exception. So is one that names no code, or a code no rule has. A
-file that Python could not read or parse is one finding (ONC001) and the run goes on.
+written down or it is not an exception. So is one that names no code, or a code no rule has.
+One that names a code of a rule that ran and did not fire on its line is stale (ONC002). A
+suppressed finding is kept, with the suppression's reason, for the reports that show them
+(SARIF); the others drop it. A file that Python could not read or parse is one finding (ONC001)
+and the run goes on; one that only uses syntax newer than the running Python (and no newer than
+the configured ``target-version``) is a note, which does not fail the run.
 
 A run can keep findings in a `LintCache` (a file whose bytes and settings are unchanged is not
 parsed again), and spreads the files it must parse over a process pool when there are more than
@@ -18,18 +22,19 @@ import gc
 import io
 import os
 import re
+import sys
 import tokenize
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from oncely.lint.config import LintConfig
-from oncely.lint.discovery import python_files_under
-from oncely.lint.finding import Finding
+from oncely.lint.discovery import is_regular, nonblocking, python_files_under, read_regular
+from oncely.lint.finding import NOTE, Finding
 from oncely.lint.parallel import MAX_BATCHES, share
 from oncely.lint.rules import Context, Rule, all_rules, rule_codes
 from oncely.lint.rules.base import module_name
@@ -53,6 +58,18 @@ _COOKIE = re.compile(rb"^(?:\xef\xbb\xbf)?[ \t\f]*#.*?coding[:=][ \t]*(?P<name>[
 # Codes the engine itself reports (their rule files carry the documentation and examples).
 SUPPRESSION_WITHOUT_REASON = "ONC000"
 SYNTAX_ERROR = "ONC001"
+UNUSED_SUPPRESSION = "ONC002"
+ENGINE_CODES = (SUPPRESSION_WITHOUT_REASON, SYNTAX_ERROR, UNUSED_SUPPRESSION)
+# Syntax a newer Python reads, by the version that reads it, found on the line where the running
+# Python stopped: PEP 695 type parameters and aliases, PEP 758 unparenthesised except lists,
+# PEP 750 template strings. PEP 701 f-strings are told by the error (`_newer_syntax`).
+_NEWER_SYNTAX = (
+    ((3, 12), re.compile(r"^\s*type\s+[^\W\d]\w*\s*[\[=]")),
+    ((3, 12), re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+[^\W\d]\w*\s*\[")),
+    ((3, 14), re.compile(r"^\s*except\s+[^\s(:][^:]*,[^:]*:")),
+    ((3, 14), re.compile(r"(?<![\w.'\"])(?:[tT][rR]?|[rR][tT])['\"]")),
+)
+_F_STRING_START = re.compile(r"(?:[fF][rR]?|[rR][fF])['\"]")
 #: Above this many files to parse, a run spreads them over a process pool; below it, starting
 #: the workers costs more than it saves.
 PARALLEL_MIN_FILES = 64
@@ -71,11 +88,14 @@ class _Suppression:
 
 
 class _Unreadable(Exception):
-    """Python could not read or parse the file: at ``line``, ``col`` (1-based, in bytes)."""
+    """Python could not read or parse the file: at ``line``, ``col`` (1-based, in bytes).
+    ``needs`` is the newer Python whose syntax it stopped at, if that is what it stopped at."""
 
-    def __init__(self, line: int, col: int, reason: str) -> None:
+    def __init__(
+        self, line: int, col: int, reason: str, needs: tuple[int, int] | None = None
+    ) -> None:
         super().__init__(reason)
-        self.line, self.col = line, col
+        self.line, self.col, self.needs = line, col, needs
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +118,8 @@ def _sources(paths: Iterable[Path], config: LintConfig) -> Iterator[_Source]:
     resolver = _Resolver(config.root)
     for path in paths:
         if not path.is_dir():
+            if not is_regular(str(path)):
+                continue  # a FIFO or a device named on the command line: nothing to lint
             relative = resolver.relative(str(path))
             shown = relative if path.is_absolute() else path.as_posix()
             if not config.excludes(relative):
@@ -144,8 +166,10 @@ def lint_files(
     *,
     cache: LintCache | None = None,
     jobs: int | None = None,
+    suppressed: bool = False,
 ) -> list[Finding]:
-    """Findings of the enabled rules (or only ``codes``, when given) in ``paths``, sorted.
+    """Findings of the enabled rules (or only ``codes``, when given) in ``paths``, sorted;
+    with ``suppressed``, the suppressed ones too (each with its `Finding.justification`).
 
     With ``cache``, a file whose findings it holds is not parsed, and the findings of the files
     that were parsed are saved to it. ``jobs`` caps the processes that parse (default: the usable
@@ -158,8 +182,11 @@ def lint_files(
     pending: list[tuple[int, _Source, bytes]] = []
     for index, source in enumerate(sources):
         if cache is None:
-            with open(source.path, "rb") as file:
-                data = file.read()
+            with open(source.path, "rb", opener=nonblocking) as file:
+                read = read_regular(file)
+            if read is None:
+                continue  # no longer a regular file
+            data = read
         else:
             cached = cache.get(source.relative, source.path, source.shown)
             if not isinstance(cached, bytes):
@@ -178,7 +205,13 @@ def lint_files(
             cache.put(source.relative, findings)
     if cache is not None:
         cache.save()
-    return sorted(finding for findings in found if findings for finding in findings)
+    return sorted(
+        finding
+        for findings in found
+        if findings
+        for finding in findings
+        if suppressed or finding.justification is None
+    )
 
 
 def _decode(data: bytes) -> str:
@@ -237,11 +270,27 @@ def _parse(text: str, path: str) -> ast.Module:
     except SyntaxError as exc:
         line = exc.lineno or 1
         lines = text.split("\n")
-        before = lines[line - 1][: max((exc.offset or 1) - 1, 0)] if line <= len(lines) else ""
-        raise _Unreadable(line, len(before.encode()) + 1, exc.msg) from exc
+        stopped = lines[line - 1] if line <= len(lines) else ""
+        before = stopped[: max((exc.offset or 1) - 1, 0)]
+        needs = _newer_syntax(exc.msg, stopped, len(before))
+        raise _Unreadable(line, len(before.encode()) + 1, exc.msg, needs) from exc
     except (MemoryError, RecursionError) as exc:
         # CPython's parser gives up on very deep nesting with these rather than a SyntaxError.
         raise _Unreadable(1, 1, "too deeply nested for Python's parser") from exc
+
+
+def _newer_syntax(message: str, line: str, offset: int) -> tuple[int, int] | None:
+    """The newest Python, newer than this one, whose syntax is on ``line`` where the parser
+    stopped with ``message`` (at ``offset``); None when the line holds none."""
+    found = [version for version, pattern in _NEWER_SYNTAX if pattern.search(line)]
+    # Before 3.12 an f-string could not nest its own quotes, a backslash, a comment or a line
+    # break in its expressions: the tokenizer says "f-string: ..." or that the string ends.
+    if message.startswith("f-string") or (
+        message.startswith("unterminated") and _F_STRING_START.match(line, offset)
+    ):
+        found.append((3, 12))
+    newer = [version for version in found if version > sys.version_info[:2]]
+    return max(newer) if newer else None
 
 
 def enabled_codes(config: LintConfig, codes: Iterable[str] = ()) -> list[str]:
@@ -344,7 +393,8 @@ def lint_source(
     relative = config.relative(path)
     shown = relative if path.is_absolute() else path.as_posix()
     walk = _Walk.of(enabled_rules(config) if rules is None else rules)
-    return _lint(_Source(str(path), relative, shown), source, config, walk)
+    found = _lint(_Source(str(path), relative, shown), source, config, walk)
+    return [finding for finding in found if finding.justification is None]
 
 
 @dataclass(frozen=True)
@@ -355,6 +405,8 @@ class _Walk:
 
     dispatch: Dispatch
     triggers: dict[str, tuple[str, ...]]
+    #: The codes of the rules that can fire (not inert): a suppression of another is not judged.
+    codes: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, rules: Sequence[Rule]) -> _Walk:
@@ -368,7 +420,11 @@ class _Walk:
                 visited = getattr(ast, name[len("visit_") :], None)
                 if isinstance(visited, type) and issubclass(visited, ast.AST):
                     dispatch.setdefault(visited, []).append((rule.code, getattr(rule, name)))
-        return cls(dispatch, {rule.code: rule.triggers for rule in rules if rule.triggers})
+        return cls(
+            dispatch,
+            {rule.code: rule.triggers for rule in rules if rule.triggers},
+            frozenset(rule.code for rule in rules if not rule.inert),
+        )
 
     def for_file(self, source: _Source, text: str, config: LintConfig) -> Dispatch:
         """The handlers that see this file: not those of a rule allowed in it, nor of a rule
@@ -412,15 +468,7 @@ def _lint(source: _Source, content: str | bytes, config: LintConfig, walk: _Walk
     except _Unreadable as exc:
         if not config.enabled(SYNTAX_ERROR):
             return []
-        return [
-            Finding(
-                source.shown,
-                exc.line,
-                exc.col,
-                SYNTAX_ERROR,
-                f"syntax error, file not checked: {exc}",
-            )
-        ]
+        return [_unreadable(source, exc, config)]
     findings: list[Finding] = []
     dispatch = walk.for_file(source, text, config)
     if dispatch:  # else no rule can fire here: the file was parsed (ONC001), not walked
@@ -438,7 +486,31 @@ def _lint(source: _Source, content: str | bytes, config: LintConfig, walk: _Walk
     suppressions = _suppressions(text) if "oncely" in text.lower() else {}
     if not findings and not suppressions:
         return findings
-    return _apply_suppressions(findings, suppressions, source.shown, config)
+    return _apply_suppressions(findings, suppressions, source.shown, config, walk.codes)
+
+
+def _unreadable(source: _Source, exc: _Unreadable, config: LintConfig) -> Finding:
+    """The ONC001 finding of a file Python would refuse; a note when only the running Python
+    is too old for it, and the project's target version is not."""
+    where = (source.shown, exc.line, exc.col, SYNTAX_ERROR)
+    if exc.needs is None:
+        return Finding(*where, f"syntax error, file not checked: {exc}")
+    needed = "{}.{}".format(*exc.needs)
+    running = "{}.{}".format(*sys.version_info[:2])
+    target = config.target_version
+    if target is not None and target < exc.needs:
+        return Finding(
+            *where,
+            f"syntax error, file not checked: Python {needed} syntax ({exc}), newer than "
+            f"target-version py{target[0]}{target[1]}; rewrite it for Python "
+            f"{target[0]}.{target[1]} or raise target-version in [tool.oncely.lint]",
+        )
+    return Finding(
+        *where,
+        f"file not checked: it needs Python {needed} ({exc}) and this is Python {running}; "
+        f"run oncely lint under Python {needed} or newer to check it",
+        level=NOTE,
+    )
 
 
 def _visit(tree: ast.AST, dispatch: Dispatch, context: Context) -> None:
@@ -490,27 +562,46 @@ def _directive(rest: str) -> tuple[frozenset[str], str]:
 
 
 def _apply_suppressions(
-    findings: list[Finding], suppressions: dict[int, _Suppression], shown: str, config: LintConfig
+    findings: list[Finding],
+    suppressions: dict[int, _Suppression],
+    shown: str,
+    config: LintConfig,
+    ran: frozenset[str],
 ) -> list[Finding]:
+    """``findings``, those a suppression silences marked with its reason; and the findings of
+    the suppressions themselves (ONC000, ONC002)."""
     kept: list[Finding] = []
+    used: dict[int, set[str]] = {}
     for finding in findings:
         suppression = suppressions.get(finding.line)
         if suppression is None or finding.code not in suppression.codes:
             kept.append(finding)
-    if config.enabled(SUPPRESSION_WITHOUT_REASON):
-        known = {rule.code for rule in all_rules()}
-        for suppression in suppressions.values():
-            problem = _problem(suppression, known)
-            if problem:
-                kept.append(
-                    Finding(
-                        shown,
-                        suppression.line,
-                        suppression.col,
-                        SUPPRESSION_WITHOUT_REASON,
-                        problem,
-                    )
+        else:
+            used.setdefault(finding.line, set()).add(finding.code)
+            kept.append(replace(finding, justification=suppression.reason))
+    known = {rule.code for rule in all_rules()}
+    for suppression in suppressions.values():
+        problem = _problem(suppression, known)
+        if problem and config.enabled(SUPPRESSION_WITHOUT_REASON):
+            kept.append(
+                Finding(
+                    shown, suppression.line, suppression.col, SUPPRESSION_WITHOUT_REASON, problem
                 )
+            )
+            continue
+        stale = sorted((suppression.codes & ran) - used.get(suppression.line, set()))
+        if stale and not problem and config.enabled(UNUSED_SUPPRESSION):
+            codes = ", ".join(stale)
+            kept.append(
+                Finding(
+                    shown,
+                    suppression.line,
+                    suppression.col,
+                    UNUSED_SUPPRESSION,
+                    f"unused suppression: {codes} did not fire on this line; remove "
+                    f"{'it' if len(stale) == 1 else 'them'} from the comment (or the comment)",
+                )
+            )
     return kept
 
 

@@ -24,6 +24,9 @@ is older than that clock, and the stats seen after the run equal those seen befo
 directory changed after the clock then has a newer mtime than the manifest holds; one changed
 before it was seen by the run itself.
 
+A manifest is sealed with the user's key, as the per-file cache is (``oncely.lint.signing``):
+one edited, copied or committed is a miss, never replayed.
+
 Like the per-file cache, a manifest does not see files outside the walk that a rule may read
 (a package's ``__init__.py`` elsewhere): ``--no-cache`` neither reads nor writes one.
 """
@@ -128,9 +131,12 @@ class RunManifest:
         from pathlib import Path
 
         from oncely.lint.cache import write_document
+        from oncely.lint.signing import seal
 
-        write_document(Path(self.path), json.dumps(document, separators=(",", ":")))
-        _prune(self.folder)
+        sealed = seal(json.dumps(document, separators=(",", ":")))
+        if sealed is not None:
+            write_document(Path(self.path), sealed)
+            _prune(self.folder)
 
     def _observe(self, stored: dict[str, Any] | None) -> tuple[list[Seen], list[Seen]]:
         """The directories and files of the run as they are now. With ``stored`` (a manifest of
@@ -167,9 +173,12 @@ def _crc(text: str) -> int:
 
 def _load(path: str) -> dict[str, Any] | None:
     """The manifest at ``path``; None when it is missing, unreadable or not one."""
+    from oncely.lint.signing import unseal
+
     try:
         with open(path, "rb") as file:
-            document = json.loads(file.read())
+            body = unseal(file.read())
+        document = json.loads(body) if body is not None else None
     except (OSError, ValueError):
         return None
     shapes = {"key": dict, "dirs": list, "files": list, "out": str, "err": str, "status": int}

@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 
 from oncely.lint.config import LintConfig
 from oncely.lint.engine import enabled_rules, lint_source, python_files
-from oncely.lint.rules import Rule
+from oncely.lint.rules import Rule, all_rules
 
 
 @dataclass(frozen=True)
@@ -82,9 +82,14 @@ def _prove(
     source = rule_class.violating
     lines = len(source.splitlines())
     plant = f"oncely_prove_{code.lower()}.py"
+    companions = [
+        companion(config.options.get(companion.code) or dict(companion.example_options))
+        for companion in all_rules()
+        if companion.code in rule_class.companions
+    ]
     mirror = LintConfig(
         root=scratch,
-        select=(code,),
+        select=(code, *rule_class.companions),
         exclude=config.exclude,
         allow=config.allow,
         options={code: dict(options)},
@@ -100,7 +105,7 @@ def _prove(
         path.write_text(source, encoding="utf-8")
         fired = sorted(
             finding.line
-            for finding in lint_source(path, source, mirror, [rule])
+            for finding in lint_source(path, source, mirror, [rule, *companions])
             if finding.code == code and finding.path == relative and 1 <= finding.line <= lines
         )
         if fired:

@@ -12,6 +12,9 @@ from oncely.model import Claim, Overlap, Planned
 from oncely.store.records import tenant_of
 
 OVERLAP_SKIP_REASON = "overlap: the previous occurrence had not finished (overlap='skip')"
+# How many times one claim reads further candidates, each time past the schedules it has seen:
+# a schedule's backlog (or a busy schedule's) takes one round, not the whole claim.
+ROUNDS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +66,16 @@ def claim(values: Mapping[str, Any], reclaimed: Collection[int]) -> Claim:
         origin=values["origin"],
         reclaimed=values["id"] in reclaimed,
         failure_streak=values["consecutive_failures"],
+        held_until=_held_until(values),
     )
+
+
+def _held_until(values: Mapping[str, Any]) -> datetime | None:
+    finished = values.get("previous_finished_at")
+    if finished is None:
+        return None
+    finished = finished.astimezone(UTC)
+    return finished if finished > values["scheduled_for"].astimezone(UTC) else None
 
 
 def with_overlap(
@@ -72,12 +84,14 @@ def with_overlap(
     """``planned`` with its pending occurrences skipped where ``overlap`` forbids them.
 
     ``waiting`` and ``running`` count the stored occurrences still in progress: pending ones, and
-    running or retrying ones. Only stored ones count: several occurrences planned together (a
-    catch-up) are all kept, and the serial claim runs them one after another. An occurrence
-    not due until after ``now`` (materialised ahead) is not skipped for one that runs now: that
-    one may be over by then, and the claim judges it at its time (`OVERLAP_SKIP_REASON`).
+    running or retrying ones. Only an occurrence that runs (or waits to retry) makes an overlap:
+    a pending one that never started made the newest occurrence after downtime an "overlap" of
+    a row nobody was running. Several occurrences planned together (a catch-up) are all kept,
+    and the serial claim runs them one after another. An occurrence not due until after ``now``
+    (materialised ahead) is not skipped under ``skip`` for one that runs now: that one may be
+    over by then, and the claim judges it at its time (`OVERLAP_SKIP_REASON`).
     """
-    if overlap == "allow" or (waiting == 0 and running == 0):
+    if overlap == "allow" or running == 0:
         return list(planned)
     if overlap == "buffer_one" and waiting == 0:
         return list(planned)
@@ -87,7 +101,7 @@ def with_overlap(
         reason = "overlap: one occurrence already waits for the running one (overlap='buffer_one')"
     return [
         replace(p, status="skipped", reason=reason)
-        if p.status == "pending" and (waiting or overlap != "skip" or p.instance.at <= now)
+        if p.status == "pending" and (overlap != "skip" or p.instance.at <= now)
         else p
         for p in planned
     ]

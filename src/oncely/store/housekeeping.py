@@ -96,3 +96,16 @@ def sweep_params(sweep: Sweep) -> dict[str, Any]:
         "abandoned": sweep.abandoned,
         "error": sweep.error,
     }
+
+
+def orphan_params(values: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+    """``fail_orphan`` parameters for one ``orphaned`` row."""
+    return {
+        "id": values["id"],
+        "fence": values["fence"],
+        "now": now,
+        "error": (
+            f"the worker of attempt {values['attempts']} was lost (lease expired) and no "
+            f"running worker declares job {values['job']}, so nothing reclaimed it"
+        ),
+    }

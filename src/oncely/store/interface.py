@@ -22,6 +22,7 @@ from oncely.model import (
     Reclaimed,
     Schedule,
     ScheduleOrigin,
+    ScheduleStatus,
     Sweep,
 )
 from oncely.recurrence import Trigger
@@ -76,6 +77,7 @@ class Store(ABC):
         next_run_at: datetime | None,
         now: datetime,
         occurrences: Sequence[Planned] = (),
+        keyless: bool = False,
     ) -> Schedule:
         """Insert schedule (tenant, key), or replace what the one already there runs and when.
 
@@ -85,7 +87,10 @@ class Store(ABC):
         nothing but the payload); otherwise it becomes ``next_run_at`` and the old trigger's
         pending occurrences are skipped with a reason: a changed trigger replaces the future and
         never replays the past. Status becomes ``active``, or ``ended`` when the next run is None.
-        ``occurrences`` are recorded in the same transaction (a deferred one-off's single run).
+        ``occurrences`` are recorded in the same transaction (a deferred one-off's single run),
+        only when the schedule is new or its future replaced: a one-off saved again with its
+        trigger unchanged records nothing, so it stays done once its history is pruned.
+        ``keyless``: a one-off deferred without a key, deleted by `prune` once finished.
         ``tenant=None`` is the no-tenant space, distinct from every named tenant. Raises
         `InvalidPayload` (nothing is written) and `StoreUnavailable`.
         """
@@ -95,8 +100,21 @@ class Store(ABC):
         """Return schedule (tenant, key); raise `UnknownSchedule` if absent or removed."""
 
     @abstractmethod
-    def list_schedules(self, tenant: str | None, *, all_tenants: bool = False) -> list[Schedule]:
-        """Return the schedules of ``tenant`` (of every tenant with ``all_tenants``) by key.
+    def list_schedules(
+        self,
+        tenant: str | None,
+        *,
+        all_tenants: bool = False,
+        job: str | None = None,
+        status: ScheduleStatus | None = None,
+        prefix: str | None = None,
+        after: tuple[str | None, str] | None = None,
+        limit: int | None = None,
+    ) -> list[Schedule]:
+        """Return the schedules of ``tenant`` (of every tenant with ``all_tenants``) by
+        (tenant, key): those of ``job``, in ``status``, with keys starting with ``prefix`` (each
+        None: any), after ``(tenant, key)`` ``after`` (None: from the first), ``limit`` at most
+        (None: all). A page reads the (tenant, key) index from ``after`` on.
 
         Removed schedules are left out. A schedule whose stored trigger no longer reads is listed
         with status ``invalid`` and its reason, never raised.
@@ -378,20 +396,30 @@ class Store(ABC):
         most ``limit``."""
 
     @abstractmethod
+    def history_horizon(self) -> datetime | None:
+        """Return the time before which `prune` may have deleted history (None: never pruned).
+
+        Every occurrence ever written for a time at or after it is still stored, so a
+        de-duplication that reads history is exact from it on, and only from it on.
+        """
+
+    @abstractmethod
     def prune(self, before: datetime, limit: int) -> int:
         """Delete up to ``limit`` finished occurrences, and the sweeps, that finished before
         ``before``; return how many occurrences went (the caller repeats while it gets ``limit``).
 
         Qualify: occurrences in a final status (succeeded, failed, skipped, abandoned, invalid)
-        with ``finished_at < before``. NULL arm: one that never ran (skipped, invalid) has no
-        ``finished_at``, and its ``scheduled_for`` stands in. Pending, running and retrying
-        occurrences are never deleted, whatever their age; schedules never are (a removed one
-        keeps its row), nor code versions: when a version was first seen tells an old release
-        from a new one, and an old release started after its row was pruned counted as the
-        newest (the cost is a row of a few dozen bytes per version ever deployed). Every sweep
-        with ``finished_at < before`` goes. No index serves this: a call reads the occurrences
-        until it has ``limit`` of them (no sort), once through at worst, on the housekeeper's
-        time; an index would cost every claim and booking.
+        scheduled before ``before`` and with ``finished_at < before`` (NULL arm: one that never
+        ran, skipped or invalid, has no ``finished_at``). The history horizon is raised to
+        ``before``. Pending, running and retrying occurrences are never deleted, whatever their
+        age. Schedules are kept (a removed one keeps its row), except finished keyless one-offs
+        updated before ``before`` with no occurrence left. Code versions are kept: when a
+        version was first seen tells an old release from a new one, and an old release started
+        after its row was pruned counted as the newest (the cost is a row of a few dozen bytes
+        per version ever deployed). Every sweep with
+        ``finished_at < before`` goes. No index serves this: a
+        call reads the occurrences until it has ``limit`` of them (no sort), once through at
+        worst, on the housekeeper's time; an index would cost every claim and booking.
 
         Pruning leaves what the engine decides unchanged: the consecutive-failure count behind
         ``pause_after`` is a counter on the schedule, not a count of history; overlap checks and
@@ -423,6 +451,14 @@ class Store(ABC):
         """
 
     @abstractmethod
+    def fail_orphaned(
+        self, now: datetime, jobs: Collection[str], lost_before: datetime
+    ) -> list[Abandoned]:
+        """Fail the ``running`` occurrences of jobs not in ``jobs`` whose lease expired before
+        ``lost_before``, with an error saying that no running worker declares their job; return
+        them. Raises `StoreUnavailable`."""
+
+    @abstractmethod
     def release(self, claims: Sequence[Claim], now: datetime) -> int:
         """Give back ``claims`` whose attempts never started (a worker stopping); return how
         many were given back.
@@ -430,10 +466,11 @@ class Store(ABC):
         Only rows still ``running`` with the claim's fence: one already booked, or whose lease
         was taken over, is left alone. The attempt is undone: attempts goes down by one, status
         back to ``pending`` (no attempt made before) or ``retrying``, lease cleared, ``run_after``
-        at most ``now``. ``started_at``, ``finished_at`` and ``worker`` become NULL, as on an
-        occurrence never claimed: the claim overwrote the previous attempt's, so a released
-        ``retrying`` one shows none (its error stays). The next claim, by any worker, takes them
-        at once with the same attempt number. Raises `StoreUnavailable`.
+        unchanged (one claimed ahead of its time stays not yet due). ``started_at``,
+        ``finished_at`` and ``worker`` become NULL, as on an occurrence never claimed: the claim
+        overwrote the previous attempt's, so a released ``retrying`` one shows none (its error
+        stays). The next claim at or after ``run_after``, by any worker, takes them with the
+        same attempt number. Raises `StoreUnavailable`.
         """
 
     @abstractmethod

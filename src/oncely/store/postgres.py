@@ -33,6 +33,7 @@ from oncely.model import (
     Reclaimed,
     Schedule,
     ScheduleOrigin,
+    ScheduleStatus,
     Sweep,
 )
 from oncely.recurrence import Trigger
@@ -193,6 +194,7 @@ class PostgresStore(Store):
         next_run_at: datetime | None,
         now: datetime,
         occurrences: Sequence[Planned] = (),
+        keyless: bool = False,
     ) -> Schedule:
         params = schedule_params(
             tenant=tenant,
@@ -203,6 +205,7 @@ class PostgresStore(Store):
             payload=payload,
             next_run_at=next_run_at,
             now=now,
+            keyless=keyless,
         )
         with self._connect() as connection:
             existing = connection.execute(self._sql["lock_schedule"], params).fetchone()
@@ -214,7 +217,7 @@ class PostgresStore(Store):
                 supersede = {"schedule_id": schedule_id, "reason": records.SUPERSEDED}
                 connection.execute(self._sql["supersede_pending"], supersede)
             rows = [occurrence_params(schedule_id, params["tenant"], p, now) for p in occurrences]
-            if rows:
+            if rows and (existing is None or replaced):
                 connection.cursor().executemany(self._sql["insert_occurrence"], rows)
             connection.execute(self._sql["notify_change"])
         return records.schedule(values)
@@ -223,10 +226,20 @@ class PostgresStore(Store):
         found = self._one("select_schedule", {"tenant": tenant_column(tenant), "key": key})
         return known(found, tenant, key)
 
-    def list_schedules(self, tenant: str | None, *, all_tenants: bool = False) -> list[Schedule]:
-        name = "select_schedules_of_all_tenants" if all_tenants else "select_schedules_of_tenant"
+    def list_schedules(
+        self,
+        tenant: str | None,
+        *,
+        all_tenants: bool = False,
+        job: str | None = None,
+        status: ScheduleStatus | None = None,
+        prefix: str | None = None,
+        after: tuple[str | None, str] | None = None,
+        limit: int | None = None,
+    ) -> list[Schedule]:
+        params = records.listing_params(tenant, all_tenants, job, status, prefix, after, limit)
         with self._connect() as connection:
-            rows = connection.execute(self._sql[name], {"tenant": tenant_column(tenant)})
+            rows = connection.execute(self._sql["select_schedules"], params)
             return [records.schedule(row) for row in rows.fetchall()]
 
     def code_schedule_keys(self) -> list[str]:
@@ -247,6 +260,9 @@ class PostgresStore(Store):
     def remove_schedule(self, tenant: str | None, key: str, now: datetime) -> Schedule:
         params = {"tenant": tenant_column(tenant), "key": key, "now": now}
         with self._connect() as connection:
+            # The schedule before its occurrences, as save_schedule locks them: the other order
+            # deadlocked a removal with a concurrent save of the same key.
+            connection.execute(self._sql["lock_schedule"], params)
             connection.execute(self._sql["skip_waiting"], {**params, "reason": records.REMOVED})
             row = connection.execute(self._sql["remove_schedule"], params).fetchone()
         return known(None if row is None else records.schedule(row), tenant, key)
@@ -286,6 +302,14 @@ class PostgresStore(Store):
                                                      advance), strict=True)
                 if row is not None and item.planned
             ]  # fmt: skip
+            stale = [
+                {"schedule_id": sid, "before": item.stale_before, "reason": item.stale_reason,
+                 "now": now}
+                for item, sid in advanced
+                if item.stale_before is not None
+            ]  # fmt: skip
+            if stale:
+                connection.cursor().executemany(self._sql["supersede_stale"], stale)
             serial = [(item, sid) for item, sid in advanced if item.overlap != "allow"]
             counts = dict(
                 zip(
@@ -437,34 +461,54 @@ class PostgresStore(Store):
         serial_jobs: Collection[str],
         skip: Collection[str],
     ) -> list[Claim]:
-        """Claim expired leases to rerun and occurrences of serial jobs, schedules locked."""
-        candidates = [
-            *self._candidates(connection, "claim_expired", reclaim, now, now, limit, True),
-            *self._candidates(connection, "claim_ready", serial_jobs, now, due, limit, False),
-        ]
-        if not candidates:
-            return []
-        schedule_ids = _bigint_array(sorted({c.schedule_id for c in candidates}))
-        connection.execute(self._sql["lock_schedules"], {"ids": schedule_ids}).fetchall()
-        busy: set[int] = set()
-        if any(c.job in serial_jobs for c in candidates):
-            busy = {
-                row["schedule_id"]
-                for row in connection.execute(
-                    self._sql["busy_schedules"], {"ids": schedule_ids, "now": now}
-                )
-            }
-        overlapped = claiming.overlapped(candidates, skip, busy, now)
-        if overlapped:
-            connection.execute(
-                self._sql["skip_overlapped"],
-                {
-                    "ids": _bigint_array(c.occurrence_id for c in overlapped),
-                    "reason": claiming.OVERLAP_SKIP_REASON,
-                    "now": now,
-                },
+        """Claim expired leases to rerun and occurrences of serial jobs, schedules locked.
+
+        In rounds: each round reads the oldest candidates of schedules no earlier round saw,
+        until the limit is admitted or nothing is left (`claiming.ROUNDS` at most).
+        """
+        admitted: list[claiming.Candidate] = []
+        seen: set[int] = set()
+        for round_ in range(claiming.ROUNDS):
+            exclude = _bigint_array(sorted(seen))
+            candidates = self._candidates(
+                connection, "claim_ready", serial_jobs, now, due, limit, False, exclude
             )
-        admitted = claiming.admit(candidates, serial_jobs, busy, limit)
+            exhausted = len(candidates) < limit
+            if round_ == 0:
+                expired = self._candidates(
+                    connection, "claim_expired", reclaim, now, now, limit, True
+                )
+                candidates = [*expired, *candidates]
+            if not candidates:
+                break
+            fresh = sorted({c.schedule_id for c in candidates} - seen)
+            seen.update(fresh)
+            ids = _bigint_array(fresh)
+            locked = {
+                row["id"] for row in connection.execute(self._sql["lock_schedules"], {"ids": ids})
+            }
+            candidates = [c for c in candidates if c.schedule_id in locked]
+            busy: set[int] = set()
+            if any(c.job in serial_jobs for c in candidates):
+                busy = {
+                    row["schedule_id"]
+                    for row in connection.execute(
+                        self._sql["busy_schedules"], {"ids": ids, "now": now}
+                    )
+                }
+            overlapped = claiming.overlapped(candidates, skip, busy, now)
+            if overlapped:
+                connection.execute(
+                    self._sql["skip_overlapped"],
+                    {
+                        "ids": _bigint_array(c.occurrence_id for c in overlapped),
+                        "reason": claiming.OVERLAP_SKIP_REASON,
+                        "now": now,
+                    },
+                )
+            admitted += claiming.admit(candidates, serial_jobs, busy, limit - len(admitted))
+            if len(admitted) >= limit or exhausted:
+                break
         if not admitted:
             return []
         taken = connection.execute(self._sql["take_fences"], {"count": len(admitted)})
@@ -487,10 +531,17 @@ class PostgresStore(Store):
         due: datetime,
         limit: int,
         reclaimed: bool,
+        exclude: str = "{}",
     ) -> list[claiming.Candidate]:
         if not jobs:
             return []
-        params = {"now": now, "due_by": due, "jobs": sorted(jobs), "limit": limit}
+        params = {
+            "now": now,
+            "due_by": due,
+            "jobs": sorted(jobs),
+            "limit": limit,
+            "exclude": exclude,
+        }
         return [
             claiming.Candidate(
                 row["id"],
@@ -515,7 +566,10 @@ class PostgresStore(Store):
             if found:
                 connection.cursor().executemany(
                     self._sql["abandon"],
-                    [{"id": row["id"], "now": now, "reason": reason} for row in found],
+                    [
+                        {"id": row["id"], "fence": row["fence"], "now": now, "reason": reason}
+                        for row in found
+                    ],
                 )
         return [records.abandoned(row) for row in found]
 
@@ -574,6 +628,9 @@ class PostgresStore(Store):
                 retried = connection.execute(
                     self._sql["book_retry"], {**params, "retry_at": retry_at}
                 ).fetchone()
+                if retried is not None:
+                    # The retry comes due sooner than a sleeping worker's next wake-up may be.
+                    connection.execute(self._sql["notify_change"])
                 return Failure(booked=retried is not None, final=False)
             failed = connection.execute(self._sql["book_failed"], params).fetchone()
             if failed is None:
@@ -696,11 +753,20 @@ class PostgresStore(Store):
             rows = connection.execute(self._sql["select_sweeps"], {"limit": limit}).fetchall()
         return [housekeeping.sweep(row) for row in rows]
 
+    def history_horizon(self) -> datetime | None:
+        with self._connect() as connection:
+            row = connection.execute(self._sql["history_horizon"]).fetchone()
+        return None if row is None else row["before"].astimezone(UTC)
+
     def prune(self, before: datetime, limit: int) -> int:
         with self._connect() as connection:
             pruned = connection.execute(
                 self._sql["prune_occurrences"], {"before": before, "limit": limit}
             ).rowcount
+            connection.execute(self._sql["raise_history_horizon"], {"before": before})
+            connection.execute(
+                self._sql["prune_keyless_schedules"], {"before": before, "limit": limit}
+            )
             connection.execute(self._sql["prune_sweeps"], {"before": before})
         return max(pruned, 0)
 
@@ -723,13 +789,25 @@ class PostgresStore(Store):
                 connection.execute(self._sql["notify_change"])
         return done
 
+    def fail_orphaned(
+        self, now: datetime, jobs: Collection[str], lost_before: datetime
+    ) -> list[Abandoned]:
+        params = {"jobs": sorted(jobs), "lost_before": lost_before}
+        with self._connect() as connection:
+            found = connection.execute(self._sql["orphaned"], params).fetchall()
+            if found:
+                connection.cursor().executemany(
+                    self._sql["fail_orphan"],
+                    [housekeeping.orphan_params(row, now) for row in found],
+                )
+        return [records.abandoned(row) for row in found]
+
     def release(self, claims: Sequence[Claim], now: datetime) -> int:
         if not claims:
             return 0
         params = {
             "ids": _bigint_array(c.occurrence_id for c in claims),
             "fences": _bigint_array(c.fence for c in claims),
-            "now": now,
         }
         with self._connect() as connection:
             # Not prepared, for the plan's sake: see _book_success.

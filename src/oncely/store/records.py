@@ -38,9 +38,11 @@ def schedule_params(
     payload: Any,
     next_run_at: datetime | None,
     now: datetime,
+    keyless: bool = False,
 ) -> dict[str, Any]:
     """The parameters of ``upsert_schedule``, times still as datetimes; raises `InvalidPayload`."""
     return {
+        "keyless": keyless,
         "tenant": tenant_column(tenant),
         "key": key,
         "job": job,
@@ -54,6 +56,8 @@ def schedule_params(
     }
 
 
+# insert_occurrence plans a row skipped with one of these reasons anew (matched by the prefix
+# before the colon): it never started, and an edit that plans its time again wants it to run.
 SUPERSEDED = "superseded: the schedule's trigger changed before this occurrence ran"
 REMOVED = "unscheduled: the schedule was removed before this occurrence ran"
 
@@ -102,6 +106,28 @@ def _refuse_other_origin(existing: Mapping[str, Any], params: Mapping[str, Any])
         f"key {key!r} is the schedule of job {existing['job']!r}, declared in code",
         hint="choose another key, e.g. f'{job}:{id}'",
     )
+
+
+def listing_params(
+    tenant: str | None,
+    all_tenants: bool,
+    job: str | None,
+    status: ScheduleStatus | None,
+    prefix: str | None,
+    after: tuple[str | None, str] | None,
+    limit: int | None,
+) -> dict[str, Any]:
+    """The parameters of ``select_schedules``."""
+    return {
+        "tenant": tenant_column(tenant),
+        "all_tenants": all_tenants,
+        "job": job,
+        "status": status,
+        "prefix": prefix,
+        "after_tenant": None if after is None else tenant_column(after[0]),
+        "after_key": None if after is None else after[1],
+        "limit": limit,
+    }
 
 
 def tenant_column(tenant: str | None) -> str:

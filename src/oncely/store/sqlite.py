@@ -26,6 +26,7 @@ from oncely.model import (
     Reclaimed,
     Schedule,
     ScheduleOrigin,
+    ScheduleStatus,
     Sweep,
 )
 from oncely.recurrence import Trigger
@@ -59,7 +60,7 @@ _TIME_COLUMNS = frozenset(
     {
         "next_run_at", "created_at", "updated_at", "scheduled_for", "started_at", "finished_at",
         "run_after", "lease_expires_at", "expires_at", "first_seen_at", "last_seen_at",
-        "applied_at",
+        "applied_at", "previous_finished_at",
     }
 )  # fmt: skip
 
@@ -218,6 +219,7 @@ class SqliteStore(Store):
         next_run_at: datetime | None,
         now: datetime,
         occurrences: Sequence[Planned] = (),
+        keyless: bool = False,
     ) -> Schedule:
         params = schedule_params(
             tenant=tenant,
@@ -228,6 +230,7 @@ class SqliteStore(Store):
             payload=payload,
             next_run_at=next_run_at,
             now=now,
+            keyless=keyless,
         )
         with self._write() as connection:
             existing = self._row(connection, "lock_schedule", params)
@@ -241,7 +244,7 @@ class SqliteStore(Store):
             rows = [
                 _bind(occurrence_params(schedule_id, params["tenant"], p, now)) for p in occurrences
             ]
-            if rows:
+            if rows and (existing is None or replaced):
                 connection.executemany(self._sql["insert_occurrence"], rows)
         return _schedule_of(values)
 
@@ -252,10 +255,21 @@ class SqliteStore(Store):
             )
         return known(found, tenant, key)
 
-    def list_schedules(self, tenant: str | None, *, all_tenants: bool = False) -> list[Schedule]:
-        name = "select_schedules_of_all_tenants" if all_tenants else "select_schedules_of_tenant"
+    def list_schedules(
+        self,
+        tenant: str | None,
+        *,
+        all_tenants: bool = False,
+        job: str | None = None,
+        status: ScheduleStatus | None = None,
+        prefix: str | None = None,
+        after: tuple[str | None, str] | None = None,
+        limit: int | None = None,
+    ) -> list[Schedule]:
+        params = records.listing_params(tenant, all_tenants, job, status, prefix, after, limit)
+        params["limit"] = -1 if limit is None else limit  # SQLite's "no limit"
         with self._connect() as connection:
-            cursor = connection.execute(self._sql[name], {"tenant": tenant_column(tenant)})
+            cursor = connection.execute(self._sql["select_schedules"], params)
             return [_schedule(cursor, row) for row in cursor.fetchall()]
 
     def code_schedule_keys(self) -> list[str]:
@@ -301,6 +315,10 @@ class SqliteStore(Store):
             return 0
         schedule_id = row[0]
         planned = item.planned
+        if item.stale_before is not None:
+            stale = {"schedule_id": schedule_id, "before": item.stale_before,
+                     "reason": item.stale_reason, "now": now}  # fmt: skip
+            connection.execute(self._sql["supersede_stale"], _bind(stale))
         if item.overlap != "allow":
             waiting, running = connection.execute(
                 self._sql["in_progress"], {"schedule_id": schedule_id}
@@ -386,30 +404,7 @@ class SqliteStore(Store):
         due = now if due_by is None else max(due_by, now)
         serial_jobs = set(jobs) & set(serial)
         with self._write() as connection:
-            candidates = [
-                *self._candidates(connection, "claim_expired", reclaim, now, now, limit, True),
-                *self._candidates(connection, "claim_ready", serial_jobs, now, due, limit, False),
-            ]
-            busy: set[int] = set()
-            if any(c.job in serial for c in candidates):
-                ids = json.dumps(sorted({c.schedule_id for c in candidates}))
-                busy = {
-                    row[0]
-                    for row in connection.execute(
-                        self._sql["busy_schedules"], {"ids": ids, "now": to_micros(now)}
-                    )
-                }
-            overlapped = claiming.overlapped(candidates, skip, busy, now)
-            if overlapped:
-                connection.execute(
-                    self._sql["skip_overlapped"],
-                    {
-                        "ids": json.dumps([c.occurrence_id for c in overlapped]),
-                        "reason": claiming.OVERLAP_SKIP_REASON,
-                        "now": to_micros(now),
-                    },
-                )
-            admitted = claiming.admit(candidates, serial, busy, limit)
+            admitted = self._admit_serial(connection, now, due, limit, reclaim, serial_jobs, skip)
             if len(admitted) < limit:
                 free = set(jobs) - serial_jobs
                 admitted += self._candidates(
@@ -437,6 +432,59 @@ class SqliteStore(Store):
                 claiming.claim(_claimed_values(cursor, row), reclaimed) for row in cursor.fetchall()
             ]
 
+    def _admit_serial(
+        self,
+        connection: sqlite3.Connection,
+        now: datetime,
+        due: datetime,
+        limit: int,
+        reclaim: Collection[str],
+        serial_jobs: Collection[str],
+        skip: Collection[str],
+    ) -> list[claiming.Candidate]:
+        """Expired leases to rerun and occurrences of serial jobs to start, in rounds: each
+        round reads the oldest candidates of schedules no earlier round saw, until the limit is
+        admitted or nothing is left (`claiming.ROUNDS` at most)."""
+        admitted: list[claiming.Candidate] = []
+        seen: set[int] = set()
+        for round_ in range(claiming.ROUNDS):
+            candidates = self._candidates(
+                connection, "claim_ready", serial_jobs, now, due, limit, False, sorted(seen)
+            )
+            exhausted = len(candidates) < limit
+            if round_ == 0:
+                expired = self._candidates(
+                    connection, "claim_expired", reclaim, now, now, limit, True
+                )
+                candidates = [*expired, *candidates]
+            if not candidates:
+                break
+            fresh = sorted({c.schedule_id for c in candidates} - seen)
+            seen.update(fresh)
+            busy: set[int] = set()
+            if any(c.job in serial_jobs for c in candidates):
+                busy = {
+                    row[0]
+                    for row in connection.execute(
+                        self._sql["busy_schedules"],
+                        {"ids": json.dumps(fresh), "now": to_micros(now)},
+                    )
+                }
+            overlapped = claiming.overlapped(candidates, skip, busy, now)
+            if overlapped:
+                connection.execute(
+                    self._sql["skip_overlapped"],
+                    {
+                        "ids": json.dumps([c.occurrence_id for c in overlapped]),
+                        "reason": claiming.OVERLAP_SKIP_REASON,
+                        "now": to_micros(now),
+                    },
+                )
+            admitted += claiming.admit(candidates, serial_jobs, busy, limit - len(admitted))
+            if len(admitted) >= limit or exhausted:
+                break
+        return admitted
+
     def _candidates(
         self,
         connection: sqlite3.Connection,
@@ -446,6 +494,7 @@ class SqliteStore(Store):
         due: datetime,
         limit: int,
         reclaimed: bool,
+        exclude: Sequence[int] = (),
     ) -> list[claiming.Candidate]:
         if not jobs:
             return []
@@ -454,6 +503,7 @@ class SqliteStore(Store):
             "due_by": to_micros(due),
             "jobs": json.dumps(sorted(jobs)),
             "limit": limit,
+            "exclude": json.dumps(list(exclude)),
         }
         return [_candidate(row, reclaimed) for row in connection.execute(self._sql[name], params)]
 
@@ -471,8 +521,11 @@ class SqliteStore(Store):
         abandoned = []
         with self._write() as connection:
             for values in found:
-                # Conditional on status 'running': another process may have abandoned it since.
-                change = _bind({"id": values["id"], "now": now, "reason": reason})
+                # Conditional on what was read: read outside the write lock, the row may since
+                # have been abandoned by another process, or its lease extended by its worker.
+                change = _bind(
+                    {"id": values["id"], "fence": values["fence"], "now": now, "reason": reason}
+                )
                 if connection.execute(self._sql["abandon"], change).rowcount:
                     abandoned.append(records.abandoned(values))
         return abandoned
@@ -651,10 +704,17 @@ class SqliteStore(Store):
             cursor = connection.execute(self._sql["select_sweeps"], {"limit": limit})
             return [housekeeping.sweep(_values(cursor, row)) for row in cursor.fetchall()]
 
+    def history_horizon(self) -> datetime | None:
+        with self._connect() as connection:
+            row = connection.execute(self._sql["history_horizon"]).fetchone()
+        return None if row is None else from_micros(row[0])
+
     def prune(self, before: datetime, limit: int) -> int:
         params = {"before": to_micros(before), "limit": limit}
         with self._write() as connection:
             pruned = connection.execute(self._sql["prune_occurrences"], params).rowcount
+            connection.execute(self._sql["raise_history_horizon"], {"before": params["before"]})
+            connection.execute(self._sql["prune_keyless_schedules"], params)
             connection.execute(self._sql["prune_sweeps"], {"before": params["before"]})
         return max(pruned, 0)
 
@@ -681,14 +741,28 @@ class SqliteStore(Store):
                 done.append(decided.report)
         return done
 
+    def fail_orphaned(
+        self, now: datetime, jobs: Collection[str], lost_before: datetime
+    ) -> list[Abandoned]:
+        params = _bind({"jobs": json.dumps(sorted(jobs)), "lost_before": lost_before})
+        with self._write() as connection:
+            cursor = connection.execute(self._sql["orphaned"], params)
+            found = [_values(cursor, row) for row in cursor.fetchall()]
+            failed = [
+                values
+                for values in found
+                if connection.execute(
+                    self._sql["fail_orphan"], _bind(housekeeping.orphan_params(values, now))
+                ).rowcount
+            ]
+        return [records.abandoned(values) for values in failed]
+
     def release(self, claims: Sequence[Claim], now: datetime) -> int:
         if not claims:
             return 0
         pairs = json.dumps([[c.occurrence_id, c.fence] for c in claims])
         with self._write() as connection:
-            rows = connection.execute(
-                self._sql["release_claims"], {"claims": pairs, "now": to_micros(now)}
-            ).fetchall()
+            rows = connection.execute(self._sql["release_claims"], {"claims": pairs}).fetchall()
         return len(rows)
 
     def mark_left_running(self, claims: Sequence[Claim], reason: str) -> int:

@@ -24,6 +24,9 @@ _PRUNE_BATCH = 1000
 # One sweep deletes at most this many batches; the rest waits for the next sweep, so a first
 # sweep over years of history does not hold the worker's loop for minutes.
 _PRUNE_BATCHES = 50
+# A worker that declares a job reclaims its lost attempts within a sweep or a claim; one whose
+# lease ran out this long ago belongs to a job no running worker declares.
+ORPHANED_AFTER = timedelta(hours=1)
 
 
 class Housekeeping:
@@ -66,6 +69,16 @@ class Housekeeping:
                 lost.attempts,
                 lost.status,
             )
+        orphaned = store.fail_orphaned(now, list(engine.jobs), now - ORPHANED_AFTER)
+        for orphan in orphaned:
+            log.error(
+                "oncely: housekeeping: %r at %s failed: its worker was lost during attempt %d "
+                "and no running worker declares job %r, so nothing reclaimed it",
+                orphan.key,
+                orphan.scheduled_for.isoformat(),
+                orphan.attempts,
+                orphan.job,
+            )
         pruned = 0
         for _ in range(_PRUNE_BATCHES):
             batch = store.prune(now - self.retention, _PRUNE_BATCH)
@@ -77,7 +90,7 @@ class Housekeeping:
             started_at=now,
             finished_at=engine.clock(),
             pruned=pruned,
-            reclaimed=len(reclaimed),
+            reclaimed=len(reclaimed) + len(orphaned),
             abandoned=0,
             error=None,
         )
@@ -90,4 +103,4 @@ class Housekeeping:
             age(self.retention),
             len(reclaimed),
         )
-        return len(reclaimed)
+        return len(reclaimed) + len(orphaned)

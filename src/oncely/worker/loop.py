@@ -609,15 +609,21 @@ class Worker:
         if self.clock() >= held.claim.lease_expires_at:
             # A claim that waited for a slot past its lease (the loop too starved to extend it)
             # may already run on another worker: starting it too ran an at_least_once
-            # occurrence twice on a loaded machine with no worker killed.
+            # occurrence twice on a loaded machine with no worker killed. It is given back
+            # unless taken over: left to expire, an at_most_once one read "abandoned" though it
+            # never ran.
             log.warning(
                 "oncely: %s %r at %s: its lease ran out while it waited for a handler slot "
-                "(this worker is overloaded); not started here, another worker takes it over",
+                "(this worker is overloaded); not started here, given back for any worker",
                 job.name,
                 held.claim.key,
                 held.claim.scheduled_for.isoformat(),
                 extra=claim_fields(held.claim),
             )
+            try:
+                self.store.release([held.claim], self.clock())
+            except StoreError:
+                log.warning("oncely: the store refused it back; its lease runs out on its own")
             return None
         started = executor.start(held.claim, job)
         if isinstance(started, Finished):
@@ -653,6 +659,8 @@ class Worker:
         if not self._unbooked:
             return 0
         booked = self.engine.executor.book(self._unbooked)
+        if any(outcome == "retrying" for _, outcome in booked):
+            self._changed = True  # its retry may come due before the next due time computed
         # Counted once per job and outcome, not once per occurrence: in a burst, a metric
         # update per occurrence was a tenth of the loop's time.
         counts = Counter((finished.job.name, outcome) for finished, outcome in booked)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -40,19 +41,55 @@ def test_until_at_the_end_of_time_is_a_valid_bound(zone: str, until: str) -> Non
 
 
 @pytest.mark.parametrize(
-    "build",
+    ("build", "zone"),
     [
-        lambda: rrule("FREQ=DAILY", start=datetime(1, 1, 1), tz="Asia/Tokyo"),
-        lambda: rrule("DTSTART;TZID=Asia/Tokyo:00010101T000000\nRRULE:FREQ=DAILY"),
-        lambda: rrule("FREQ=DAILY", start=datetime(9999, 12, 31, 23), tz="America/New_York"),
-        lambda: rrule("DTSTART:99991231T230000Z\nRRULE:FREQ=HOURLY", tz="America/New_York"),
+        (lambda: rrule("FREQ=DAILY", start=datetime(1, 1, 1), tz="Asia/Tokyo"), "Asia/Tokyo"),
+        (lambda: rrule("DTSTART;TZID=Asia/Tokyo:00010101T000000\nRRULE:FREQ=DAILY"), "Asia/Tokyo"),
+        (
+            lambda: rrule("FREQ=DAILY", start=datetime(9999, 12, 31, 23), tz="America/New_York"),
+            "America/New_York",
+        ),
+        (
+            lambda: rrule("DTSTART:99991231T230000Z\nRRULE:FREQ=HOURLY", tz="America/New_York"),
+            "America/New_York",
+        ),
     ],
     ids=["start-year-1-tokyo", "dtstart-year-1-tokyo", "start-9999-ny", "dtstart-9999-z-ny"],
 )
-def test_starts_at_the_edges_of_time_build_or_are_refused(build: object) -> None:
-    try:
-        trigger = build()  # type: ignore[operator]
-    except InvalidSchedule:
-        return
-    # if it builds, it answers without overflowing
-    trigger.next_after(datetime(2026, 1, 1, tzinfo=UTC))
+def test_starts_at_the_edges_of_time_are_refused_with_the_range_to_use(
+    build: Callable[[], object], zone: str
+) -> None:
+    with pytest.raises(InvalidSchedule) as caught:
+        build()
+    message = str(caught.value)
+    assert "too close to the ends of the calendar" in message, message
+    assert zone in message, message
+    assert "start between the years 2 and 9998" in message, message
+
+
+@pytest.mark.parametrize(
+    ("start", "zone", "first"),
+    [
+        # Tokyo's local mean time before 1888 was UTC+09:18:59.
+        (datetime(2, 1, 1), "Asia/Tokyo", datetime(1, 12, 31, 14, 41, 1, tzinfo=UTC)),
+        (datetime(9998, 12, 1), "America/New_York", datetime(9998, 12, 1, 5, 0, tzinfo=UTC)),
+    ],
+)
+def test_starts_just_inside_the_edges_of_time_build_and_answer(
+    start: datetime, zone: str, first: datetime
+) -> None:
+    trigger = rrule("FREQ=DAILY;COUNT=3", start=start, tz=zone)
+    whole_calendar = (datetime(1, 1, 2, tzinfo=UTC), datetime.max.replace(tzinfo=UTC))
+    assert list(trigger.between(*whole_calendar)) == [first + timedelta(days=n) for n in range(3)]
+    assert trigger.next_after(first + timedelta(days=2)) is None
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="asked from datetime.min, a zone west of UTC overflows and the series reads as ended",
+)
+def test_the_first_instance_after_the_start_of_time_is_the_first_instance() -> None:
+    trigger = rrule("FREQ=DAILY;COUNT=3", start=datetime(2026, 12, 1), tz="America/New_York")
+    assert trigger.next_after(datetime.min.replace(tzinfo=UTC)) == datetime(
+        2026, 12, 1, 5, 0, tzinfo=UTC
+    )

@@ -91,6 +91,9 @@ class Rule:
     clean: ClassVar[str]
     #: The options ``--prove`` and the rule's tests configure it with, when it needs some.
     example_options: ClassVar[Mapping[str, Any]] = {}
+    #: Codes of the rules that must run beside this one for ``violating`` to fire (a rule on
+    #: other rules' findings); ``--prove`` and the tests run them too.
+    companions: ClassVar[tuple[str, ...]] = ()
     #: Words without one of which in a file's text the rule cannot fire there, so the walk
     #: skips it (empty: every file). Each must be shown to hold for every way the rule fires.
     triggers: ClassVar[tuple[str, ...]] = ()

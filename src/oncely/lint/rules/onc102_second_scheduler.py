@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
+from typing import Any
 
 from oncely.lint.rules.base import Context, Rule
 
@@ -37,6 +39,12 @@ SCHEDULING_NAMES = {
 #: Assignments that configure a scheduler.
 SCHEDULE_SETTINGS = {"beat_schedule", "CELERYBEAT_SCHEDULE", "CELERY_BEAT_SCHEDULE"}
 _ADVICE = "schedule it with @app.job(oncely.cron(...) or oncely.every(...)) instead"
+#: Modules that also parse cron strings: an import of one is a scheduler only where the file
+#: schedules with it (`_schedules`), not where it only parses or validates an expression.
+CRON_PARSERS = {"crontab", "celery.schedules", "apscheduler.triggers.cron"}
+#: What schedules in a file: calls, keywords and a beat entry's key.
+_SCHEDULING_CALLS = {"add_job", "add_periodic_task", "scheduled_job", "new", "write", "every"}
+_SCHEDULING_KEYWORDS = {"trigger", "schedule", "user", "tabfile"}
 
 
 def _scheduler(module: str) -> str | None:
@@ -51,7 +59,11 @@ class SecondScheduler(Rule):
     Finds another scheduler: an import of APScheduler, `schedule`, `sched`, Celery beat,
     rq-scheduler, aiocron, timeloop, `repeat_every`, a crontab writer and the like; a
     `periodic_task`, `scheduled_job` or `repeat_every` decorator; Celery's `add_periodic_task`;
-    a `beat_schedule` setting.
+    a `beat_schedule` setting. One finding per scheduler library per file, at the first use
+    the walk meets: the library is in the file or it is not. A module that also parses cron
+    strings (`crontab`, `celery.schedules`, `apscheduler.triggers.cron`) is reported only in a
+    file that schedules (registers a job, gives a `trigger=` or a beat entry's `"schedule"`,
+    writes a crontab), not in one that only parses or validates an expression.
 
     ## Why is this bad?
     Each of these fires once per process that starts it: with two instances of the app, twice.
@@ -101,11 +113,49 @@ class SecondScheduler(Rule):
         "    pass\n"
     )
 
+    def __init__(self, options: Mapping[str, Any] | None = None) -> None:
+        super().__init__(options)
+        # Of the file being walked: the schedulers reported (one finding each), the names its
+        # imports bind to a scheduler, and whether it schedules with a cron parser (once read).
+        self._reported: set[str] = set()
+        self._bound: dict[str, str] | None = None
+        self._schedules: bool | None = None
+
+    def visit_Module(self, node: ast.Module, context: Context) -> None:
+        self._reported, self._bound, self._schedules = set(), None, None
+
+    def _library(self, name: str, context: Context) -> str:
+        """The scheduler a scheduling name belongs to: the one its import names, if any."""
+        if self._bound is None:
+            self._bound = {}
+            for found in ast.walk(context.tree or ast.Module(body=[], type_ignores=[])):
+                if isinstance(found, ast.ImportFrom) and not found.level and found.module:
+                    what = _scheduler(found.module)
+                    for alias in found.names:
+                        if what is not None or alias.name in SCHEDULING_NAMES:
+                            bound = alias.asname or alias.name
+                            self._bound[bound] = what or SCHEDULING_NAMES[alias.name]
+        return self._bound.get(name, SCHEDULING_NAMES[name])
+
+    def _once(self, context: Context, node: ast.AST, what: str, detail: str) -> None:
+        """Report scheduler ``what`` at ``node``, unless the file's finding of it is made."""
+        library = "Celery" if what.startswith("Celery") else what  # its modules and settings
+        if library not in self._reported:
+            self._reported.add(library)
+            self.report(context, node, f"{detail}; {_ADVICE}")
+
+    def _parses_only(self, module: str, context: Context) -> bool:
+        if module not in CRON_PARSERS:
+            return False
+        if self._schedules is None:
+            self._schedules = _schedules(context.tree)
+        return not self._schedules
+
     def visit_Import(self, node: ast.Import, context: Context) -> None:
         for alias in node.names:
             what = _scheduler(alias.name)
-            if what is not None:
-                self.report(context, node, f"{what} ({alias.name}); {_ADVICE}")
+            if what is not None and not self._parses_only(alias.name, context):
+                self._once(context, node, what, f"{what} ({alias.name})")
 
     def visit_ImportFrom(self, node: ast.ImportFrom, context: Context) -> None:
         if node.level or node.module is None:
@@ -115,17 +165,19 @@ class SecondScheduler(Rule):
             imported = [a.name for a in node.names if a.name in SCHEDULING_NAMES]
             if imported:
                 what = SCHEDULING_NAMES[imported[0]]
-        if what is not None:
-            self.report(context, node, f"{what} ({node.module}); {_ADVICE}")
+        if what is not None and not self._parses_only(node.module, context):
+            self._once(context, node, what, f"{what} ({node.module})")
 
     def visit_Call(self, node: ast.Call, context: Context) -> None:
         name = _called_name(node.func)
         if name in SCHEDULING_NAMES:
-            self.report(context, node, f"{SCHEDULING_NAMES[name]}; {_ADVICE}")
+            what = self._library(name, context)
+            self._once(context, node, what, what)
             return
         for keyword in node.keywords:  # app.conf.update(beat_schedule={...})
             if keyword.arg in SCHEDULE_SETTINGS:
-                self.report(context, node, f"a Celery beat schedule ({keyword.arg}); {_ADVICE}")
+                what = f"a Celery beat schedule ({keyword.arg})"
+                self._once(context, node, "Celery beat", what)
 
     def visit_FunctionDef(self, node: ast.FunctionDef, context: Context) -> None:
         self._decorators(node, context)
@@ -139,7 +191,8 @@ class SecondScheduler(Rule):
                 continue  # reported by visit_Call
             name = _called_name(decorator)
             if name in SCHEDULING_NAMES:
-                self.report(context, decorator, f"{SCHEDULING_NAMES[name]}; {_ADVICE}")
+                what = self._library(name, context)
+                self._once(context, decorator, what, what)
 
     def visit_Assign(self, node: ast.Assign, context: Context) -> None:
         for target in node.targets:
@@ -151,7 +204,7 @@ class SecondScheduler(Rule):
     def _setting(self, target: ast.expr, node: ast.stmt, context: Context) -> None:
         name = _called_name(target)
         if name in SCHEDULE_SETTINGS:
-            self.report(context, node, f"a Celery beat schedule ({name}); {_ADVICE}")
+            self._once(context, node, "Celery beat", f"a Celery beat schedule ({name})")
 
 
 def _called_name(node: ast.expr) -> str | None:
@@ -161,3 +214,20 @@ def _called_name(node: ast.expr) -> str | None:
     if isinstance(node, ast.Attribute):
         return node.attr
     return None
+
+
+def _schedules(tree: ast.AST | None) -> bool:
+    """Whether the file schedules something: registers a job, gives a trigger or schedule, or
+    writes a crontab (`_SCHEDULING_CALLS`, `_SCHEDULING_KEYWORDS`, a ``"schedule"`` key)."""
+    for node in ast.walk(tree or ast.Module(body=[], type_ignores=[])):
+        if isinstance(node, ast.Call):
+            if _called_name(node.func) in _SCHEDULING_CALLS | SCHEDULING_NAMES.keys():
+                return True
+            if any(keyword.arg in _SCHEDULING_KEYWORDS for keyword in node.keywords):
+                return True
+        elif isinstance(node, ast.Dict):
+            if any(isinstance(k, ast.Constant) and k.value == "schedule" for k in node.keys):
+                return True
+        elif isinstance(node, ast.Name) and node.id in SCHEDULE_SETTINGS:
+            return True
+    return False

@@ -27,9 +27,21 @@ Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 @dataclass
 class _File:
-    functions: dict[str, Function] = field(default_factory=dict)
+    #: Every function and method of the file by name, at any depth, in the order defined:
+    #: read when a registration is first met (most files have none).
+    functions: dict[str, list[Function]] | None = None
     locks: set[str] = field(default_factory=set)
     reported: set[int] = field(default_factory=set)
+
+    def every_function(self, context: Context) -> dict[str, list[Function]]:
+        if self.functions is None:
+            self.functions = {}
+            for found in ast.walk(context.tree or ast.Module(body=[], type_ignores=[])):
+                if isinstance(found, ast.FunctionDef | ast.AsyncFunctionDef):
+                    self.functions.setdefault(found.name, []).append(found)
+            for functions in self.functions.values():
+                functions.sort(key=lambda function: function.lineno)
+        return self.functions
 
 
 class UnguardedScheduledFunction(Rule):
@@ -37,7 +49,9 @@ class UnguardedScheduledFunction(Rule):
     Finds a function that another framework schedules (an APScheduler `scheduled_job` or
     `add_job`, Celery `periodic_task` or `add_periodic_task`, `repeat_every`, aiocron, the
     `schedule` library's `.do(...)`) that is neither guarded by an oncely lock nor marked with a
-    written idempotency decision.
+    written idempotency decision. The job may be passed by keyword (`add_job(func=job)`,
+    `add_periodic_task(60, sig=job.s())`), be a method (`self.poll`) or be defined inside a
+    function; the finding is at the function and names the line that registers it.
 
     ## Why is this bad?
     Those schedulers fire once per process that runs them: with two instances, twice, and in a
@@ -103,9 +117,7 @@ class UnguardedScheduledFunction(Rule):
     def visit_Module(self, node: ast.Module, context: Context) -> None:
         state = _File()
         for statement in node.body:
-            if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
-                state.functions[statement.name] = statement
-            elif isinstance(statement, ast.Assign) and _is_lock(statement.value, set()):
+            if isinstance(statement, ast.Assign) and _is_lock(statement.value, set()):
                 state.locks.update(t.id for t in statement.targets if isinstance(t, ast.Name))
         self._files = {id(context): state}
 
@@ -120,25 +132,22 @@ class UnguardedScheduledFunction(Rule):
             return
         if node.func.attr == "do" and not _chain_has(node.func.value, "every"):
             return  # only the schedule library's every(...)....do(job)
-        if not node.args:
-            return
-        target = _registered_name(
-            node.args[0]
-            if node.func.attr != "add_periodic_task"
-            else node.args[-1]
-            if len(node.args) > 1
-            else node.args[0]
-        )
+        registered = _registered(node, node.func.attr)
+        target = None if registered is None else _registered_name(registered)
         state = self._files.get(id(context))
-        if target is None or state is None or target not in state.functions:
+        if target is None or state is None or target not in state.every_function(context):
             return
-        self._check(state.functions[target], context, f"scheduled by .{node.func.attr}(...)")
+        # The definition the call sees: the last one above it (a nested def shadows an outer).
+        candidates = state.every_function(context)[target]
+        above = [f for f in candidates if f.lineno <= node.lineno]
+        function = above[-1] if above else candidates[0]
+        self._check(function, context, f"scheduled by .{node.func.attr}(...) at line {node.lineno}")
 
     def _decorated(self, node: Function, context: Context) -> None:
         for decorator in node.decorator_list:
             name = _last_name(decorator.func if isinstance(decorator, ast.Call) else decorator)
             if name in SCHEDULING_DECORATORS:
-                self._check(node, context, f"scheduled by @{name}")
+                self._check(node, context, f"scheduled by @{name} at line {decorator.lineno}")
                 return
 
     def _check(self, function: Function, context: Context, how: str) -> None:
@@ -184,11 +193,28 @@ def _chain_has(node: ast.expr, name: str) -> bool:
             return False
 
 
+def _registered(call: ast.Call, how: str) -> ast.expr | None:
+    """What a registration schedules: ``add_job(job, ...)`` or ``add_job(func=job)``;
+    ``add_periodic_task(schedule, job.s())`` or ``sig=job.s()``; ``every(...)....do(job)``."""
+    keyword = {"add_job": "func", "add_periodic_task": "sig"}.get(how)
+    given = next((k.value for k in call.keywords if keyword and k.arg == keyword), None)
+    if given is not None:
+        return given
+    if not call.args:
+        return None
+    if how == "add_periodic_task" and len(call.args) > 1:
+        return call.args[1]
+    return call.args[0]
+
+
 def _registered_name(node: ast.expr) -> str | None:
-    """``job`` for ``job``, ``job.s()``, ``job.si(...)``, ``job.delay``."""
+    """``job`` for ``job``, ``job.s()``, ``job.si(...)``, ``job.delay``; ``poll`` for
+    ``self.poll``."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         node = node.func.value
     if isinstance(node, ast.Attribute):
+        if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+            return node.attr
         node = node.value
     return node.id if isinstance(node, ast.Name) else None
 

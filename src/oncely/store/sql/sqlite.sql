@@ -23,10 +23,10 @@ SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'oncely_migra
 -- keeps the row (its id, paused flag and history).
 INSERT INTO oncely_schedules
     (tenant, key, job, origin, trigger_kind, trigger_spec, payload, status, next_run_at,
-     created_at, updated_at)
+     keyless, created_at, updated_at)
 VALUES
     (:tenant, :key, :job, :origin, :trigger_kind, :trigger_spec, :payload, :status, :next_run_at,
-     :now, :now)
+     :keyless, :now, :now)
 ON CONFLICT (tenant, key) DO UPDATE SET
     job = excluded.job,
     origin = excluded.origin,
@@ -36,6 +36,7 @@ ON CONFLICT (tenant, key) DO UPDATE SET
     status = excluded.status,
     status_reason = NULL,
     next_run_at = excluded.next_run_at,
+    keyless = excluded.keyless,
     updated_at = excluded.updated_at
 RETURNING id, tenant, key, job, origin, trigger_spec, payload, paused, status, status_reason,
     next_run_at, created_at, updated_at;
@@ -46,19 +47,21 @@ SELECT id, tenant, key, job, origin, trigger_spec, payload, paused, status, stat
 FROM oncely_schedules
 WHERE tenant = :tenant AND key = :key AND status <> 'removed';
 
--- name: select_schedules_of_tenant
-SELECT id, tenant, key, job, origin, trigger_spec, payload, paused, status, status_reason,
-    next_run_at, created_at, updated_at
-FROM oncely_schedules
-WHERE tenant = :tenant AND status <> 'removed'
-ORDER BY key;
-
--- name: select_schedules_of_all_tenants
+-- name: select_schedules
+-- One page of the schedules, by (tenant, key), after (after_tenant, after_key). Each filter's
+-- NULL arm is spelled out: a NULL filter means "any". Listing a million per-user reminders at
+-- once was the only way before.
 SELECT id, tenant, key, job, origin, trigger_spec, payload, paused, status, status_reason,
     next_run_at, created_at, updated_at
 FROM oncely_schedules
 WHERE status <> 'removed'
-ORDER BY tenant, key;
+  AND (:all_tenants OR tenant = :tenant)
+  AND (:job IS NULL OR job = :job)
+  AND (:status IS NULL OR status = :status)
+  AND (:prefix IS NULL OR substr(key, 1, length(:prefix)) = :prefix)
+  AND (:after_key IS NULL OR (tenant, key) > (:after_tenant, :after_key))
+ORDER BY tenant, key
+LIMIT :limit;
 
 -- name: set_paused
 UPDATE oncely_schedules SET paused = :paused, updated_at = :now
@@ -92,14 +95,23 @@ RETURNING id;
 
 -- name: insert_occurrence
 -- Exactly once is the UNIQUE (schedule_id, scheduled_for) constraint: a second insert of the same
--- occurrence, by any process, does nothing.
+-- occurrence, by any process, does nothing. Except over a row an edit or an unschedule skipped
+-- before it ever started: planned again (a timer moved away and back, a trigger changed a second
+-- before its run), it is planned anew. Left as it was, it held the slot and the new plan was lost.
 INSERT INTO oncely_occurrences
     (schedule_id, tenant, scheduled_for, local_wall, fold, dst_note, ordinal, origin, status,
      reason, run_after, created_at)
 VALUES
     (:schedule_id, :tenant, :scheduled_for, :local_wall, :fold, :dst_note, :ordinal, :origin,
      :status, :reason, :run_after, :now)
-ON CONFLICT (schedule_id, scheduled_for) DO NOTHING;
+ON CONFLICT (schedule_id, scheduled_for) DO UPDATE SET
+    local_wall = excluded.local_wall, fold = excluded.fold, dst_note = excluded.dst_note,
+    ordinal = excluded.ordinal, origin = excluded.origin, status = excluded.status,
+    reason = excluded.reason, run_after = excluded.run_after, created_at = excluded.created_at,
+    finished_at = NULL
+WHERE oncely_occurrences.status = 'skipped' AND oncely_occurrences.attempts = 0
+  AND oncely_occurrences.started_at IS NULL
+  AND (oncely_occurrences.reason LIKE 'superseded:%' OR oncely_occurrences.reason LIKE 'unscheduled:%');
 
 -- name: next_schedule_due
 -- jobs NULL: any job; after NULL: any time.
@@ -161,6 +173,18 @@ WHERE status = 'active' AND paused = 0 AND next_run_at IS NOT NULL
 ORDER BY next_run_at
 LIMIT :limit;
 
+-- name: supersede_stale
+-- Pending occurrences of the schedule's own series older than the newest one planned now, never
+-- started, while none of the schedule runs or waits to retry: superseded by it under misfire
+-- 'skip' and 'latest'. Left pending, the one written just before every worker stopped ran (or
+-- was skipped as too late) instead of the newest. One that waits for a running one (overlap
+-- 'buffer_one') is not stale: it runs next.
+UPDATE oncely_occurrences SET status = 'skipped', reason = :reason, finished_at = :now
+WHERE schedule_id = :schedule_id AND status = 'pending' AND origin = 'schedule'
+  AND attempts = 0 AND scheduled_for < :before
+  AND NOT EXISTS (SELECT 1 FROM oncely_occurrences r
+                  WHERE r.schedule_id = :schedule_id AND r.status IN ('running', 'retrying'));
+
 -- name: in_progress
 -- How many occurrences of a schedule wait (pending) and how many run or wait to retry.
 SELECT count(*) FILTER (WHERE status = 'pending') AS waiting,
@@ -202,11 +226,15 @@ LIMIT :limit;
 -- Occurrences of serial jobs (overlap other than "allow") waiting to run or to retry whose time
 -- has come, oldest first. The caller admits one per schedule. ``ahead``: pending from its
 -- schedule and written before it came due, so overlap='skip' is judged now (skip_overlapped).
+-- ``exclude``: schedules an earlier round of the same claim already saw. Without it a backlog
+-- of one schedule filled every claim's limit with rows that could not run while its head ran,
+-- and every other schedule's due occurrence waited behind it.
 SELECT o.id, o.schedule_id, s.job, o.run_after,
     (o.origin = 'schedule' AND o.status = 'pending' AND o.created_at < o.run_after) AS ahead
 FROM oncely_occurrences o CROSS JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.status IN ('pending', 'retrying') AND o.run_after <= :due_by
   AND s.job IN (SELECT value FROM json_each(:jobs)) AND s.paused = 0 AND s.status <> 'removed'
+  AND o.schedule_id NOT IN (SELECT value FROM json_each(:exclude))
 ORDER BY o.run_after, o.id
 LIMIT :limit;
 
@@ -252,25 +280,33 @@ SET status = 'running', attempts = attempts + 1, lease_owner = :owner,
 WHERE id = :id;
 
 -- name: select_claimed
+-- previous_finished_at: when the schedule's occurrence before this one finished (one probe of
+-- the unique index), for lateness measured from when a serial job could start it.
 SELECT o.id, o.schedule_id, o.tenant, s.key, s.job, s.payload, o.scheduled_for, o.run_after,
-    o.attempts, o.fence, o.lease_owner, o.lease_expires_at, o.origin, s.consecutive_failures
+    o.attempts, o.fence, o.lease_owner, o.lease_expires_at, o.origin, s.consecutive_failures,
+    (SELECT p.finished_at FROM oncely_occurrences p
+     WHERE p.schedule_id = o.schedule_id AND p.scheduled_for < o.scheduled_for
+     ORDER BY p.scheduled_for DESC LIMIT 1) AS previous_finished_at
 FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.id IN (SELECT value FROM json_each(:ids))
 ORDER BY o.run_after, o.id;
 
 -- name: expired_of_jobs
 -- Running occurrences of at_most_once jobs whose lease expired: their worker was lost mid-call.
-SELECT o.id, s.key, s.job, o.tenant, o.scheduled_for, o.lease_owner, o.attempts
+SELECT o.id, o.fence, s.key, s.job, o.tenant, o.scheduled_for, o.lease_owner, o.attempts
 FROM oncely_occurrences o CROSS JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.status = 'running' AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= :now)
   AND s.job IN (SELECT value FROM json_each(:jobs))
 ORDER BY o.lease_expires_at;
 
 -- name: abandon
+-- Conditional on what was read: still running with the same fence, lease still expired. A
+-- worker slow but alive may have extended the lease since it was read.
 UPDATE oncely_occurrences
 SET status = 'abandoned', finished_at = :now, lease_owner = NULL, lease_expires_at = NULL,
     reason = :reason
-WHERE id = :id AND status = 'running';
+WHERE id = :id AND status = 'running' AND fence = :fence
+  AND (lease_expires_at IS NULL OR lease_expires_at <= :now);
 
 -- name: extend_lease
 -- Only the holder of this attempt's fence extends: a lease taken over is never given back.
@@ -404,7 +440,7 @@ DELETE FROM oncely_occurrences
 WHERE id IN (
     SELECT id FROM oncely_occurrences
     WHERE status IN ('succeeded', 'failed', 'skipped', 'abandoned', 'invalid')
-      AND (finished_at < :before OR (finished_at IS NULL AND scheduled_for < :before))
+      AND (finished_at < :before OR finished_at IS NULL) AND scheduled_for < :before
     LIMIT :limit
 );
 
@@ -435,13 +471,13 @@ RETURNING schedule_id;
 
 -- name: release_claims
 -- Undoes the claim of attempts that never started. The claim set started_at, finished_at and
--- worker over the previous attempt's; they go back to NULL. run_after already was at or before
--- the claim's now; min() keeps it at or before this one. :claims is a JSON list of
--- [occurrence id, fence] pairs.
+-- worker over the previous attempt's; they go back to NULL. run_after is left as it was: a claim
+-- taken ahead of its time and given back once ran a second early when it was moved to now.
+-- :claims is a JSON list of [occurrence id, fence] pairs.
 UPDATE oncely_occurrences
 SET status = CASE WHEN attempts > 1 THEN 'retrying' ELSE 'pending' END,
     attempts = attempts - 1, lease_owner = NULL, lease_expires_at = NULL, started_at = NULL,
-    finished_at = NULL, worker = NULL, run_after = min(run_after, :now)
+    finished_at = NULL, worker = NULL
 FROM (SELECT value ->> 0 AS id, value ->> 1 AS fence FROM json_each(:claims)) AS v
 WHERE oncely_occurrences.id = v.id AND oncely_occurrences.status = 'running'
   AND oncely_occurrences.fence = v.fence
@@ -472,3 +508,39 @@ LIMIT 1;
 
 -- name: mark_code_applied
 UPDATE oncely_code_versions SET applied_at = :now WHERE fingerprint = :fingerprint;
+
+-- name: raise_history_horizon
+-- History before this may have been pruned (see prune_occurrences: every row it deletes is
+-- scheduled before its `before`). Never moves back.
+INSERT INTO oncely_horizons (name, before) VALUES ('history', :before)
+ON CONFLICT (name) DO UPDATE SET before = max(oncely_horizons.before, excluded.before);
+
+-- name: history_horizon
+SELECT before FROM oncely_horizons WHERE name = 'history';
+
+-- name: prune_keyless_schedules
+-- Finished one-offs deferred without a key, once no occurrence of theirs is left: nobody can
+-- defer their key again, so nothing depends on them.
+DELETE FROM oncely_schedules
+WHERE id IN (
+    SELECT s.id FROM oncely_schedules s
+    WHERE s.keyless AND s.status IN ('ended', 'removed') AND s.updated_at < :before
+      AND NOT EXISTS (SELECT 1 FROM oncely_occurrences o WHERE o.schedule_id = s.id)
+    LIMIT :limit
+);
+
+-- name: orphaned
+-- Running occurrences of jobs the sweeping worker does not declare, whose lease ran out before
+-- lost_before: a worker declaring the job would have reclaimed them by then. Left alone, the
+-- attempts of a job deleted from the code stayed "running" forever (DESIGN lesson 2).
+SELECT o.id, o.fence, s.key, s.job, o.tenant, o.scheduled_for, o.lease_owner, o.attempts
+FROM oncely_occurrences o CROSS JOIN oncely_schedules s ON s.id = o.schedule_id
+WHERE o.status = 'running' AND o.lease_expires_at <= :lost_before AND s.job NOT IN (SELECT value FROM json_each(:jobs))
+ORDER BY o.lease_expires_at;
+
+-- name: fail_orphan
+-- Conditional on what was read: still running with the same fence.
+UPDATE oncely_occurrences
+SET status = 'failed', finished_at = :now, lease_owner = NULL, lease_expires_at = NULL,
+    error = :error
+WHERE id = :id AND status = 'running' AND fence = :fence;

@@ -1,0 +1,377 @@
+"""The engine against a model: random interleavings of what users and workers do, on both stores.
+
+Two apps share one store and one clock, as two instances of a service would. The steps are what
+people and processes do: defer, move and cancel timers, save recurring schedules, pause, resume,
+trigger, backfill, prune history, advance the clock (and step it back), tick either app, fail a
+handler, and crash a worker that holds claims. After every step the invariants below must hold;
+a failing example shrinks to a short story.
+
+- No occurrence starts before its scheduled time.
+- At most one completed run per idempotency key (and so per (schedule, time)), across prunes.
+- Every one-off timer that came due has run once, or is recorded with its reason, once a tick
+  has run after its time and no crashed claim holds it; one that was moved or cancelled before
+  it came due never runs. A backlog of another schedule never holds it back.
+- A skip reason never says that a run happened which did not.
+- A tenant view sees only its own tenant's schedules and history.
+
+`make test` runs a few hundred examples per store; `make faults` (ONCELY_FAULTS=long) thousands.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import psycopg
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+from psycopg import sql
+
+import oncely
+from _services import with_database
+from oncely.engine import TickReport
+from oncely.model import Claim
+from oncely.testing import Clock
+
+LONG = os.environ.get("ONCELY_FAULTS") == "long"
+# Per store: a PostgreSQL example pays for a database of its own (about a second).
+EXAMPLES = {"sqlite": 3000, "postgres": 500} if LONG else {"sqlite": 300, "postgres": 50}
+EXAMPLES_SET = os.environ.get("ONCELY_MODEL_EXAMPLES")
+# Timers fall on a grid of half hours around the example's start, and the clock moves in a few
+# sizes: few distinct times, so that a timer meets the same time again (moved away and back,
+# deferred again after its history was pruned).
+SLOTS = st.integers(-6, 12)
+SLOT = timedelta(minutes=30)
+START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+KEYS = ("a", "b", "c")
+TENANTS = (None, "t1", "t2")
+RETENTION = timedelta(hours=2)
+
+
+@dataclass
+class Timer:
+    """What the model expects of one deferred key: ``due_ticked`` once a tick ran at or after
+    its time while it was neither paused nor held by a crashed claim."""
+
+    at: datetime
+    paused: bool = False
+    due_ticked: bool = False
+
+
+@dataclass
+class World:
+    """The log the handlers write, shared by both apps."""
+
+    calls: list[tuple[str | None, str, datetime, datetime, str]] = field(default_factory=list)
+    failing: set[tuple[str | None, str]] = field(default_factory=set)
+
+
+class EngineModel(RuleBasedStateMachine):
+    # A fresh database for each example, and its end: set per store by the test below. Each
+    # example must find the same world, or a failing one could not be replayed to shrink it.
+    databases: Callable[[], tuple[str, Callable[[], None]]]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.url, self._drop = type(self).databases()
+        self.clock = Clock(START)
+        self.origin = START
+        self.world = World()
+        # Examples share the database: their keys and jobs are their own.
+        self.ns = uuid.uuid4().hex[:8]
+        self.job_name = f"remind_{self.ns}"
+        self.hourly_name = f"hourly_{self.ns}"
+        self.apps = [self._app(), self._app()]
+        self.timers: dict[tuple[str | None, str], Timer] = {}
+        self.times_of: dict[tuple[str | None, str], list[datetime]] = {}
+        self.paused: set[tuple[str | None, str]] = set()
+        self.moved_away: set[tuple[str | None, str, datetime]] = set()
+        self.held: list[Claim] = []
+        self.ticked_at: datetime | None = None
+
+    def _app(self) -> oncely.App:
+        app = oncely.App(self.url, clock=self.clock)
+        world, clock = self.world, self.clock
+
+        def handler(run: oncely.Run) -> None:
+            world.calls.append(
+                (run.tenant, run.key, run.scheduled_for, clock(), run.idempotency_key)
+            )
+            if (run.tenant, run.key) in world.failing:
+                raise oncely.Terminal("this key fails for good")
+
+        app.job(name=self.job_name)(handler)
+        app.job(name=self.hourly_name, overlap="skip")(handler)
+        return app
+
+    def teardown(self) -> None:
+        for app in self.apps:
+            app.close()
+        self._drop()
+
+    def _scope(self, tenant: str | None) -> oncely.App | oncely.TenantView:
+        app = self.apps[0]
+        return app if tenant is None else app.for_tenant(tenant)
+
+    @initialize()
+    def start(self) -> None:
+        self.apps[0].tick()
+
+    # --- what people do ---------------------------------------------------------------------
+
+    @rule(
+        tenant=st.sampled_from(TENANTS),
+        key=st.sampled_from(KEYS),
+        slot=SLOTS,
+    )
+    def defer(self, tenant: str | None, key: str, slot: int) -> None:
+        self._defer((tenant, f"timer:{key}:{self.ns}"), self.origin + slot * SLOT)
+
+    @rule(index=st.integers(0, 20), back=st.integers(0, 3))
+    def move_back(self, index: int, back: int) -> None:
+        """A person puts a timer back to a time it had before."""
+        moved = sorted((n for n, times in self.times_of.items() if len(times) > 1), key=_order)
+        if moved:
+            named = moved[index % len(moved)]
+            times = self.times_of[named]
+            self._defer(named, times[-2 - back % (len(times) - 1)])
+
+    def _defer(self, named: tuple[str | None, str], at: datetime) -> None:
+        previous = self.timers.get(named)
+        try:
+            self._scope(named[0]).defer(self.job_name, at=at, key=named[1])
+        except oncely.InvalidSchedule as exc:
+            if "has been pruned" not in str(exc):  # moved back before the horizon
+                raise
+            return
+        self.times_of.setdefault(named, []).append(at)
+        if previous is not None and previous.at == at:
+            return
+        if previous is not None:
+            self._forget(named, previous.at)
+        self.moved_away.discard((*named, at))
+        # A schedule keeps its paused flag through an unschedule and a new save.
+        self.timers[named] = Timer(at, paused=named in self.paused)
+
+    @rule(tenant=st.sampled_from(TENANTS), key=st.sampled_from(KEYS))
+    def cancel(self, tenant: str | None, key: str) -> None:
+        named = (tenant, f"timer:{key}:{self.ns}")
+        timer = self.timers.pop(named, None)
+        if timer is None:
+            return
+        self._scope(tenant).unschedule(named[1])
+        self._forget(named, timer.at)
+
+    def _forget(self, named: tuple[str | None, str], at: datetime) -> None:
+        """The timer no longer waits for ``at``: unless it ran or a crashed claim holds it (it
+        runs once its lease runs out), it must never run at ``at``."""
+        if not self._ran(named, at) and not self._held_ever(named, at, self.clock()):
+            self.moved_away.add((*named, at))
+
+    @rule(tenant=st.sampled_from(TENANTS), key=st.sampled_from(KEYS), paused=st.booleans())
+    def pause_or_resume(self, tenant: str | None, key: str, paused: bool) -> None:
+        named = (tenant, f"timer:{key}:{self.ns}")
+        timer = self.timers.get(named)
+        if timer is None:
+            return
+        scope = self._scope(tenant)
+        (scope.pause if paused else scope.resume)(named[1])
+        timer.paused = paused
+        (self.paused.add if paused else self.paused.discard)(named)
+
+    @rule(tenant=st.sampled_from(TENANTS), key=st.sampled_from(KEYS))
+    def fail_for_good(self, tenant: str | None, key: str) -> None:
+        self.world.failing.add((tenant, f"timer:{key}:{self.ns}"))
+
+    @rule(tenant=st.sampled_from(TENANTS))
+    def save_hourly(self, tenant: str | None) -> None:
+        self._scope(tenant).schedule(
+            self.hourly_name, oncely.every(hours=1), key=f"hourly:{self.ns}"
+        )
+
+    @rule(tenant=st.sampled_from(TENANTS), hours=st.integers(1, 30))
+    def backfill_hourly(self, tenant: str | None, hours: int) -> None:
+        scope = self._scope(tenant)
+        until = self.clock() - timedelta(minutes=1)
+        try:
+            scope.backfill(f"hourly:{self.ns}", until - timedelta(hours=hours), until)
+        except oncely.UnknownSchedule:
+            pass
+        except oncely.InvalidSchedule as exc:
+            if "has been pruned" not in str(exc):
+                raise
+
+    @rule(tenant=st.sampled_from(TENANTS), key=st.sampled_from(("hourly", *KEYS)))
+    def trigger(self, tenant: str | None, key: str) -> None:
+        name = f"{key}:{self.ns}" if key == "hourly" else f"timer:{key}:{self.ns}"
+        with contextlib.suppress(oncely.UnknownSchedule):
+            self._scope(tenant).trigger(name)
+
+    # --- what time and processes do ----------------------------------------------------------
+
+    @rule(
+        minutes=st.sampled_from((0, 1, 15, 30, 60, 150)),
+        seconds=st.sampled_from((0, 1, 29, 59)),
+    )
+    def advance(self, minutes: int, seconds: int) -> None:
+        self.clock.advance(minutes=minutes, seconds=seconds)
+
+    @rule(seconds=st.integers(1, 90))
+    def step_back(self, seconds: int) -> None:
+        """The machine's clock steps back (an NTP correction)."""
+        self.clock.set(self.clock() - timedelta(seconds=seconds))
+
+    @rule(which=st.integers(0, 1))
+    def tick(self, which: int) -> None:
+        self.apps[which].tick()
+        now = self.ticked_at = self.clock()
+        for named, timer in self.timers.items():
+            if not timer.paused and timer.at <= now and not self._busy(named, now):
+                timer.due_ticked = True
+
+    @rule(which=st.integers(0, 1), limit=st.integers(1, 4))
+    def crash_holding_claims(self, which: int, limit: int) -> None:
+        """A worker claims and dies before running anything: its leases run out on their own."""
+        engine = self.apps[which]._the_engine()
+        engine.prepare(TickReport())
+        self.held += engine.claim(limit)
+
+    @rule(which=st.integers(0, 1))
+    def claim_ahead_and_give_back(self, which: int) -> None:
+        """A worker prepares the next due time (the next slot of the timers' grid) ahead,
+        claims what comes due by then, then stops and gives it back."""
+        app = self.apps[which]
+        engine = app._the_engine()
+        ahead = self.origin + (-((self.origin - self.clock()) // SLOT)) * SLOT
+        engine.prepare(TickReport(), ahead_to=ahead)
+        app.store.release(engine.claim(8, due_by=ahead), self.clock())
+
+    @rule()
+    def prune(self) -> None:
+        while self.apps[1].store.prune(self.clock() - RETENTION, 1000) == 1000:
+            pass
+
+    # --- the invariants ----------------------------------------------------------------------
+
+    @invariant()
+    def nothing_starts_before_its_time(self) -> None:
+        for tenant, key, scheduled_for, called_at, _ in self.world.calls:
+            assert called_at >= scheduled_for, (tenant, key, scheduled_for, called_at)
+
+    @invariant()
+    def each_idempotency_key_completes_once(self) -> None:
+        keys = [c[4] for c in self.world.calls]
+        assert len(keys) == len(set(keys)), sorted(k for k in keys if keys.count(k) > 1)
+
+    @invariant()
+    def every_due_timer_ran_once_a_tick_came(self) -> None:
+        for named, timer in self.timers.items():
+            if timer.due_ticked:
+                assert self._ran(named, timer.at), (named, timer.at, "never ran")
+
+    @invariant()
+    def nothing_moved_away_runs(self) -> None:
+        for tenant, key, at in self.moved_away:
+            assert not self._ran((tenant, key), at), (tenant, key, at)
+
+    @invariant()
+    def skip_reasons_name_no_run_that_did_not_happen(self) -> None:
+        for occurrence in self.apps[0].history(limit=100):
+            if occurrence.status == "skipped":
+                assert occurrence.reason, occurrence
+                assert " ran instead" not in occurrence.reason, occurrence
+
+    @invariant()
+    def a_tenant_view_sees_only_its_tenant(self) -> None:
+        for tenant in ("t1", "t2"):
+            view = self.apps[1].for_tenant(tenant)
+            assert {s.tenant for s in view.schedules(limit=None)} <= {tenant}
+            assert {o.tenant for o in view.history(limit=100)} <= {tenant}
+
+    # --- reading the log ---------------------------------------------------------------------
+
+    def _ran(self, named: tuple[str | None, str], at: datetime) -> bool:
+        return any((c[0], c[1], c[2]) == (*named, at) for c in self.world.calls)
+
+    def _busy(self, named: tuple[str | None, str], now: datetime) -> bool:
+        """A crashed claim holds an occurrence of this timer under a live lease: its schedule is
+        serial, so nothing else of it runs until that lease runs out."""
+        return any((c.tenant, c.key) == named and c.lease_expires_at > now for c in self.held)
+
+    def _held_ever(self, named: tuple[str | None, str], at: datetime, now: datetime) -> bool:
+        """A crashed claim took it and its lease has not run out by ``now``: it waits."""
+        return any(
+            (c.tenant, c.key, c.scheduled_for) == (*named, at) and c.lease_expires_at > now
+            for c in self.held
+        )
+
+
+Databases = Callable[[], tuple[str, Callable[[], None]]]
+
+
+def _order(named: tuple[str | None, str]) -> tuple[str, str]:
+    return (named[0] or "", named[1])
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def databases(request: pytest.FixtureRequest, tmp_path: Path) -> Databases:
+    """A function giving a fresh migrated database (its URL, and how to drop it) per call."""
+    if request.param == "sqlite":
+
+        def sqlite() -> tuple[str, Callable[[], None]]:
+            path = tmp_path / f"{uuid.uuid4().hex}.db"
+            return f"sqlite:///{path}", lambda: _unlink_all(path)
+
+        return sqlite
+    admin: str = request.getfixturevalue("postgres_url")  # also checks the server answers
+    template = request.getfixturevalue("_oncely_pg_template").ensure()
+
+    def postgres() -> tuple[str, Callable[[], None]]:
+        name = f"t_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(admin, autocommit=True) as connection:
+            connection.execute(
+                sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                    sql.Identifier(name), sql.Identifier(template)
+                )
+            )
+
+        def drop() -> None:
+            with psycopg.connect(admin, autocommit=True) as connection:
+                connection.execute(
+                    sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+                )
+
+        return with_database(admin, name), drop
+
+    return postgres
+
+
+def _unlink_all(path: Path) -> None:
+    for each in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        each.unlink(missing_ok=True)
+
+
+def test_the_engine_keeps_its_invariants_through_random_interleavings(
+    databases: Databases, request: pytest.FixtureRequest
+) -> None:
+    store = request.node.callspec.params["databases"]
+
+    class OnThisStore(EngineModel):
+        pass
+
+    OnThisStore.databases = staticmethod(databases)
+
+    OnThisStore.TestCase.settings = settings(
+        max_examples=int(EXAMPLES_SET) if EXAMPLES_SET else EXAMPLES[store],
+        stateful_step_count=30,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    )
+    OnThisStore.TestCase().runTest()
