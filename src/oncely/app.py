@@ -12,6 +12,14 @@ from datetime import UTC, datetime, timedelta
 from itertools import islice
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+from oncely.arguments import (
+    checked_count,
+    checked_job_name,
+    checked_key,
+    checked_status,
+    checked_tenant,
+    shown,
+)
 from oncely.clock import DatabaseClock
 from oncely.engine import (
     DEFAULT_GRACE,
@@ -34,7 +42,7 @@ from oncely.errors import (
     UnknownJob,
     UnknownSchedule,
 )
-from oncely.locks import Lock, LockProvider, StoreProvider
+from oncely.locks import RESERVED_LOCK_PREFIX, Lock, LockProvider, StoreProvider
 from oncely.model import (
     Occurrence,
     OccurrenceStatus,
@@ -133,9 +141,7 @@ class App:
         def declare(func: Handler) -> Job:
             if isinstance(func, Job):  # stacked decorators, or a job declared on another app
                 func = func.func
-            job_name = name or getattr(func, "__name__", "")
-            if not job_name:
-                raise ConfigurationError(f"{func!r} has no name; pass name= to app.job()")
+            job_name = checked_job_name(name if name is not None else getattr(func, "__name__", ""))
             if declared_trigger is not None and isinstance(declared_trigger, RRule):
                 _require_start(declared_trigger, job_name)
             job = Job(
@@ -208,16 +214,20 @@ class App:
         return _defer(self, tenant, job, at, key, payload)
 
     def unschedule(self, key: str) -> Schedule:
-        """Stop schedule ``key``; its history stays. Raises `UnknownSchedule`."""
-        return self.store.remove_schedule(None, key, self.now())
+        """Stop schedule ``key`` for good; its history stays. Raises `UnknownSchedule`, and
+        `InvalidSchedule` for the schedule of a code-declared job: the code decides that one
+        (every start saves it again), so remove the job's trigger from the code, or `pause` it,
+        which lasts across restarts."""
+        return _unschedule(self, None, key)
 
     def pause(self, key: str) -> Schedule:
-        """Stop schedule ``key`` firing until `resume`. Raises `UnknownSchedule`."""
-        return self.store.set_paused(None, key, True, self.now())
+        """Stop schedule ``key`` firing until `resume`, across restarts (and the saves of a
+        code-declared job's schedule at each start). Raises `UnknownSchedule`."""
+        return self.store.set_paused(None, checked_key(key), True, self.now())
 
     def resume(self, key: str) -> Schedule:
         """Let paused schedule ``key`` fire again. Raises `UnknownSchedule`."""
-        return self.store.set_paused(None, key, False, self.now())
+        return self.store.set_paused(None, checked_key(key), False, self.now())
 
     def trigger(self, key: str) -> int:
         """Run schedule ``key`` once now, besides its own times. Raises `UnknownSchedule`."""
@@ -263,10 +273,11 @@ class App:
         return _history(self, None, key, since, until, status, limit, all_tenants=True)
 
     def for_tenant(self, tenant: str) -> TenantView:
-        """A view of this app that sees and changes only ``tenant``'s schedules and history."""
-        if not isinstance(tenant, str) or not tenant:
-            raise ConfigurationError(f"tenant={tenant!r} is not a tenant name; use a non-empty str")
-        return TenantView(self, tenant)
+        """A view of this app that sees and changes only ``tenant``'s schedules and history.
+
+        Raises `InvalidSchedule` for a tenant id that is not a non-empty str a store can keep.
+        """
+        return TenantView(self, checked_tenant(tenant))
 
     # --- running ------------------------------------------------------------------------------
 
@@ -291,6 +302,17 @@ class App:
         ``timeout`` seconds first). ``provider`` None is this app's database (timed by the
         database server's clock on PostgreSQL); ``oncely.locks.redis(url)`` is Redis/Valkey.
         """
+        if isinstance(name, str) and name.startswith(RESERVED_LOCK_PREFIX):
+            raise ConfigurationError(
+                f"lock name {shown(name)}: names starting {RESERVED_LOCK_PREFIX!r} are reserved "
+                "for oncely's own locks (a user lock named oncely:reconcile stopped every tick); "
+                "choose another name"
+            )
+        if provider is not None and not isinstance(provider, LockProvider):
+            raise ConfigurationError(
+                f"provider={shown(provider)} is not a lock provider; pass None (this app's "
+                "database) or oncely.locks.redis(url)"
+            )
         chosen = provider if provider is not None else StoreProvider(lambda: self.store, self.now)
         return Lock(
             name,
@@ -473,7 +495,7 @@ class TenantView:
         self.tenant = tenant
 
     def _check(self, tenant: str | None) -> None:
-        if tenant is not None and tenant != self.tenant:
+        if tenant is not None and checked_tenant(tenant) != self.tenant:
             raise TenantMismatch(
                 f"this view is bound to tenant {self.tenant!r} and was asked to write to "
                 f"tenant {tenant!r}; use app.for_tenant({tenant!r}) for that tenant"
@@ -505,13 +527,13 @@ class TenantView:
         return _defer(self.app, self.tenant, job, at, key, payload)
 
     def unschedule(self, key: str) -> Schedule:
-        return self.app.store.remove_schedule(self.tenant, key, self.app.now())
+        return _unschedule(self.app, self.tenant, key)
 
     def pause(self, key: str) -> Schedule:
-        return self.app.store.set_paused(self.tenant, key, True, self.app.now())
+        return self.app.store.set_paused(self.tenant, checked_key(key), True, self.app.now())
 
     def resume(self, key: str) -> Schedule:
-        return self.app.store.set_paused(self.tenant, key, False, self.app.now())
+        return self.app.store.set_paused(self.tenant, checked_key(key), False, self.app.now())
 
     def trigger(self, key: str) -> int:
         return _trigger(self.app, self.tenant, key)
@@ -627,6 +649,14 @@ def _schedules(
         )
     if status is not None and status not in ("active", "ended", "invalid"):
         raise ConfigurationError(f"status={status!r}: use 'active', 'ended' or 'invalid'")
+    if tenant is not None:
+        checked_tenant(tenant)
+    if key_prefix is not None:
+        checked_key(key_prefix, "key_prefix")
+    if after is not None:
+        if after[0] is not None:
+            checked_tenant(after[0])
+        checked_key(after[1], "after")
     return app.store.list_schedules(
         tenant,
         all_tenants=all_tenants,
@@ -677,6 +707,18 @@ def _defer(
     )
 
 
+def _unschedule(app: App, tenant: str | None, key: str) -> Schedule:
+    schedule = app.store.get_schedule(tenant, checked_key(key))
+    if schedule.origin == "code" and schedule.status != "removed":
+        raise InvalidSchedule(
+            f"schedule {key!r} is the schedule of job {schedule.job!r}, declared in code: each "
+            "start saves it again",
+            hint=f"remove the job's trigger from the code, or app.pause({key!r}), which lasts "
+            "across restarts",
+        )
+    return app.store.remove_schedule(tenant, key, app.now())
+
+
 def _refuse_before_horizon(app: App, tenant: str | None, key: str, when: datetime) -> None:
     """Refuse to move the timer ``key`` to a time whose history retention may have pruned:
     moved away and back, one that had run there ran again."""
@@ -698,12 +740,14 @@ def _refuse_before_horizon(app: App, tenant: str | None, key: str, when: datetim
 
 
 def _trigger(app: App, tenant: str | None, key: str) -> int:
+    checked_key(key)
     now = app.now()
     planned = [Planned(_instance_at(now), origin="trigger")]
     return app.store.add_occurrences(tenant, key, planned, now=now)
 
 
 def _backfill(app: App, tenant: str | None, key: str, since: datetime, until: datetime) -> int:
+    checked_key(key)
     since, until = as_utc(since, "since"), as_utc(until, "until")
     now = app.now()
     if since > until:
@@ -742,6 +786,9 @@ def _backfill(app: App, tenant: str | None, key: str, since: datetime, until: da
 
 
 def _explain(app: App, tenant: str | None, key: str, upcoming: int, recent: int) -> Explanation:
+    checked_key(key)
+    checked_count("upcoming", upcoming)
+    checked_count("recent", recent)
     now = app.now()
     schedule = app.store.get_schedule(tenant, key)
     next_instances: list[Instance] = []
@@ -770,67 +817,35 @@ def _history(
 ) -> list[Occurrence]:
     return app.store.history(
         tenant,
-        key=key,
+        key=None if key is None else checked_key(key),
         since=None if since is None else as_utc(since, "since"),
         until=None if until is None else as_utc(until, "until"),
-        status=status,
-        limit=limit,
+        status=checked_status(status),
+        limit=checked_count("limit", limit, least=1),
         all_tenants=all_tenants,
     )
 
 
 def _instance_at(when: datetime) -> Instance:
     """The one instance of a one-off at ``when`` (deferred, or triggered by hand)."""
-    return next(At(when).instances_from(when))
+    # Not next(instances_from(when)): that looks from a microsecond before, which for the
+    # first instant datetime holds raised OverflowError.
+    return At(when).instance
 
 
 def _check_key(app: App, tenant: str | None, key: str) -> None:
-    """Raise `InvalidSchedule` for a key (or tenant) no store can keep, in words a person can act
-    on: the driver's errors said nothing of the key, or claimed the database was unreachable."""
-    if not isinstance(key, str) or not key:
-        raise InvalidSchedule(
-            f"key={_shown(key)} is not a schedule key", hint="use a non-empty str"
-        )
-    for what, value, limit in (("key", key, _KEY_BYTES), ("tenant", tenant, _TENANT_BYTES)):
-        why = None if value is None else _unstorable(value, limit)
-        if why is not None:
-            raise InvalidSchedule(
-                f"{what}={_shown(value)} {why}",
-                hint=f"use at most {limit} bytes of UTF-8 text without NUL characters",
-            )
+    """Raise `InvalidSchedule` for a key or tenant no store can keep, or a key that is the
+    schedule of a job this app declares in code."""
+    checked_key(key)
+    if tenant is not None:
+        checked_tenant(tenant)
+        return
     declared = app._jobs.get(key)
-    if tenant is None and declared is not None and declared.trigger is not None:
+    if declared is not None and declared.trigger is not None:
         raise InvalidSchedule(
-            f"key {key!r} is the schedule of code-declared job {key!r}",
+            f"key {key!r} is the schedule of job {key!r}, declared in code",
             hint="choose another key, e.g. f'{job}:{id}'",
         )
-
-
-# A key and its tenant together are one entry of a PostgreSQL unique index, whose entries hold
-# at most about 2,700 bytes; these bounds leave room for both.
-_KEY_BYTES = 1024
-_TENANT_BYTES = 256
-
-
-def _unstorable(text: str, limit: int) -> str | None:
-    """Why ``text`` cannot be a key or tenant, or None: PostgreSQL text holds no NUL, UTF-8 no
-    half of a surrogate pair, an index entry only so many bytes (SQLite takes all three; both
-    stores must refuse the same keys)."""
-    if "\x00" in text:
-        return "holds a NUL character"
-    try:
-        size = len(text.encode("utf-8"))
-    except UnicodeEncodeError:
-        return "holds half of a surrogate pair, which is not text"
-    if size > limit:
-        return f"is {size} bytes long as UTF-8"
-    return None
-
-
-def _shown(value: object) -> str:
-    """``repr(value)``, cut short: an error message quotes a key, never a megabyte of it."""
-    text = repr(value)
-    return text if len(text) <= 60 else f"{text[:57]}..."
 
 
 def _require_start(trigger: RRule, job: str) -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from _engine_support import damage
@@ -71,7 +74,7 @@ def test_an_invalid_rule(app: oncely.App, remind: oncely.Job) -> None:
         ({"x": "a\x00b"}, "NUL"),
         ({"k\x00": 1}, "NUL"),
         ([{"x": "\ud800"}], "surrogate"),
-        (None, "nested too deeply"),
+        (None, "nested deeper"),
     ],
 )
 def test_a_payload_no_store_can_keep(
@@ -174,6 +177,115 @@ def test_a_clock_that_returns_naive_times(url: str) -> None:
 def test_a_bad_database_url() -> None:
     with pytest.raises(oncely.ConfigurationError):
         oncely.App("mysql://localhost/db")
+
+
+def returns_in_time(call: Callable[[], object], seconds: float = 30) -> BaseException | None:
+    """Run ``call`` on a thread; fail if it has not returned within ``seconds``; return what it
+    raised (None if it returned)."""
+    raised: list[BaseException | None] = []
+
+    def target() -> None:
+        try:
+            call()
+        except BaseException as exc:  # reported to the test, which judges it
+            raised.append(exc)
+        else:
+            raised.append(None)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"{call} had not returned after {seconds} s"
+    return raised[0]
+
+
+def test_explain_with_upcoming_none_returns(app: oncely.App, remind: oncely.Job) -> None:
+    # islice(instances, None) listed a perpetual schedule's every future occurrence: for ever.
+    for upcoming, recent in [(None, 10), (5, None), (-1, 10), ("5", 10), (10**30, 10)]:
+        raised = returns_in_time(lambda: app.explain("kept", upcoming=upcoming, recent=recent))  # type: ignore[arg-type]  # noqa: B023
+        assert isinstance(raised, oncely.ConfigurationError), raised
+        assert "upcoming=" in str(raised) or "recent=" in str(raised), raised
+    assert app.explain("kept", upcoming=3).upcoming[2]
+
+
+@pytest.mark.parametrize(
+    ("key", "says"),
+    [("\udcff", "surrogate"), (10**30, "not a schedule key"), (datetime(2026, 1, 1), "not a"),
+     ("", "not a schedule key"), ("a\x00", "NUL"), (None, "not a schedule key")],
+)  # fmt: skip
+def test_every_call_that_takes_a_key_names_a_bad_one(
+    app: oncely.App, remind: oncely.Job, key: object, says: str
+) -> None:
+    bad: Any = key
+    since = app.now() - timedelta(hours=1)
+    calls: dict[str, Callable[[], object]] = {
+        "unschedule": lambda: app.unschedule(bad),
+        "pause": lambda: app.pause(bad),
+        "resume": lambda: app.resume(bad),
+        "trigger": lambda: app.trigger(bad),
+        "backfill": lambda: app.backfill(bad, since, app.now()),
+        "explain": lambda: app.explain(bad),
+        "view.pause": lambda: app.for_tenant("acme").pause(bad),
+        "view.explain": lambda: app.for_tenant("acme").explain(bad),
+    }
+    if key is not None:
+        calls["history"] = lambda: app.history(key=bad)
+        calls["view.history"] = lambda: app.for_tenant("acme").history(key=bad)
+    for name, call in calls.items():
+        # UnicodeEncodeError on both stores; OverflowError and TypeError on SQLite.
+        raised = returns_in_time(call)
+        assert isinstance(raised, oncely.InvalidSchedule), (name, raised)
+        assert "key=" in str(raised), (name, raised)
+        assert says in str(raised), (name, raised)
+    unchanged(app)
+
+
+def test_rrule_and_lock_options_of_the_wrong_type_are_named(app: oncely.App) -> None:
+    with pytest.raises(oncely.InvalidSchedule, match="max_span=3600"):
+        oncely.rrule("FREQ=DAILY", max_span=3600)  # type: ignore[arg-type]
+    with pytest.raises(oncely.ConfigurationError, match="timeout='5'"):
+        app.lock("export", at_most=timedelta(minutes=1), timeout="5")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [("a\x00b", "NUL"), (7, "name=7"), ("\ud800", "surrogate"), ("n" * 1025, "1025 bytes"),
+     ("", "no name")],
+)  # fmt: skip
+def test_a_job_name_no_store_can_keep_is_refused_where_it_is_declared(
+    app: oncely.App, clock: Clock, name: object, says: str
+) -> None:
+    ran: list[str] = []
+
+    @app.job(oncely.every(minutes=1))
+    def healthy(run: oncely.Run) -> None:
+        ran.append(run.key)
+
+    def handler(run: oncely.Run) -> None:
+        pass
+
+    # On PostgreSQL a NUL or an int name made every tick fail at reconcile; a surrogate made
+    # tick() raise UnicodeEncodeError past the worker loop, which catches only OncelyError.
+    with pytest.raises(oncely.ConfigurationError, match=says):
+        app.job(oncely.every(minutes=1), name=name)(handler)  # type: ignore[call-overload]
+    with pytest.raises(oncely.ConfigurationError, match=says):
+        app.job(name=name)(handler)  # type: ignore[call-overload]
+    app.tick()
+    clock.advance(minutes=1)
+    app.tick()
+    assert ran == ["healthy"]
+
+
+def test_a_defer_at_the_first_or_last_instant_a_datetime_holds(
+    app: oncely.App, clock: Clock, remind: oncely.Job
+) -> None:
+    # Found by tests/faults/test_public_api_fuzz.py: OverflowError, from a microsecond before.
+    first, last = datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC)
+    app.defer(remind, at=first, key="first")
+    app.defer(remind, at=last, key="last")
+    app.tick()
+    assert [(o.key, o.status) for o in app.history(key="first")] == [("first", "succeeded")]
+    assert [(o.key, o.status) for o in app.history(key="last")] == [("last", "pending")]
 
 
 def test_backfill_refuses_what_it_cannot_do_and_adds_nothing(

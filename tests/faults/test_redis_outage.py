@@ -3,8 +3,9 @@ their connections to Redis are cut, then let through again.
 
 Redis is shared with the rest of the suite, so it is never stopped: each instance reaches it
 through a TCP proxy on loopback that the test cuts (tests/_proxy.py). Required: fail closed --
-while Redis cannot be reached, the guarded function never starts and each call raises
-`oncely.LockUnavailable` (it does not return None as if the lock were merely held); no two
+while Redis cannot be reached, the guarded function never starts and each call made then raises
+`oncely.LockUnavailable` (it does not return None as if the lock were merely held; a call whose
+function was running when Redis went returns its value, its failed release logged); no two
 instances are ever inside at once, and tokens only grow; once Redis is back, the lock is taken
 again within ``at_most`` (a holder cut off mid-run could not release it: it expires).
 """
@@ -144,7 +145,10 @@ def test_the_redis_lock_fails_closed_through_an_outage_and_recovers(
     assert counts["before"]["ran"] > 0
     assert (during, unheld) == (0, 0)
     assert counts["during"]["refused"] > 0
-    assert set(counts["during"]) == {"refused"}
+    # A call whose function started before the cut and ended during it ran: its release fails
+    # and is logged, and the call returns what the function did (it used to raise
+    # LockUnavailable, "did not run", after the function had run). None started during it.
+    assert set(counts["during"]) <= {"refused", "ran"}
     assert tally.overlaps == 0
     assert tokens == sorted(set(tokens))
     assert first_after is not None

@@ -121,6 +121,25 @@ def test_code_triggers_no_worker_has_saved_are_listed_as_no_schedule(cli: CliApp
     assert "At 09:00 on Monday" in table.stdout
 
 
+def test_a_stored_payload_too_deep_to_read_is_listed_as_invalid(cli: CliApp) -> None:
+    populate(cli)
+    app = cli.app
+    marker = "?" if app.store.dialect == "sqlite" else "%s"
+    cast = "" if app.store.dialect == "sqlite" else "::jsonb"
+    with app.store.transaction() as connection:
+        connection.execute(
+            f"UPDATE oncely_schedules SET payload = {marker}{cast} WHERE key = {marker}",
+            ("[" * 1300 + "]" * 1300, "remind:acme"),
+        )
+    app.close()
+    # RecursionError made `oncely jobs` fail for every tenant.
+    done = cli.invoke("jobs", "--json")
+    assert done.code == 0, done.stderr
+    statuses = {d["key"]: d["status"] for d in parsed(done.stdout) if d["key"]}
+    assert statuses["remind:acme"] == "invalid", statuses
+    assert statuses["remind:ops"] != "invalid", statuses
+
+
 def test_the_app_is_closed_after_the_command_and_after_an_error(cli: CliApp) -> None:
     before = cli.closed
     assert cli.invoke("jobs").code == 0

@@ -225,30 +225,18 @@ def test_pruning_leaves_the_overlap_check(store: Store) -> None:
     assert [o.status for o in store.history(None)] == ["skipped", "running"]
 
 
-def test_pruning_forgets_code_versions_unseen_since_the_horizon_but_the_one_applied_last(
-    store: Store,
-) -> None:
-    # Without it, every deployment ever made kept a row: one per version, for ever.
+def test_pruning_keeps_every_code_version_so_an_old_one_stays_old(store: Store) -> None:
+    # Pruned once unseen for the retention, an old release started again counted as brand new:
+    # newer than the live one, whose schedules it then replaced (issue 21.5).
     store.see_code_version("v1", OLD - MINUTE)
     store.mark_code_applied("v1", OLD - MINUTE)
     store.see_code_version("v2", OLD)
     store.mark_code_applied("v2", OLD)
     store.see_code_version("v2-never-applied", OLD)
-    store.see_code_version("v3-candidate", RECENT)
     store.prune(BEFORE, 100)
-    _, applied = store.see_code_version("v3-candidate", NOW)
+    old, applied = store.see_code_version("v1", NOW)
+    assert old.first_seen_at == OLD - MINUTE
     assert applied is not None
-    assert applied.fingerprint == "v2"  # unseen since before the horizon, but applied last
-    forgotten, _ = store.see_code_version("v1", NOW)
-    assert forgotten.first_seen_at == NOW  # seen again, it is a new deployment
-    kept, _ = store.see_code_version("v3-candidate", NOW)
-    assert kept.first_seen_at == RECENT
-    again, _ = store.see_code_version("v2-never-applied", NOW)
-    assert again.first_seen_at == NOW
-
-
-def test_pruning_with_no_version_applied_yet_forgets_the_unseen_ones(store: Store) -> None:
-    store.see_code_version("v1", OLD)
-    store.prune(BEFORE, 100)
-    found, applied = store.see_code_version("v1", NOW)
-    assert (found.first_seen_at, applied) == (NOW, None)
+    assert applied.fingerprint == "v2"
+    never, _ = store.see_code_version("v2-never-applied", NOW)
+    assert never.first_seen_at == OLD

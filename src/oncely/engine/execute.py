@@ -23,7 +23,7 @@ from oncely.engine.retry import backoff
 from oncely.engine.run import Run
 from oncely.errors import Terminal
 from oncely.model import Claim
-from oncely.store import Store
+from oncely.store import Store, Unreadable
 
 log = logging.getLogger("oncely")
 
@@ -92,7 +92,10 @@ class Executor:
         """The `Run` to call ``job`` with, or a `Finished` failure if ``claim`` must not run.
 
         A claim reclaimed from a lost worker after its last attempt is not run again: it fails.
+        So does one whose stored payload does not read, with the reason, at once.
         """
+        if isinstance(claim.payload, Unreadable):
+            return Finished(claim, job, f"not run: {claim.payload.reason}", final=True)
         # A serial job's occurrence waits for the previous one to finish: that wait is no
         # misfire (buffer_one's 11:00 was skipped when the 10:00 before it took 80 minutes).
         late = self.clock() - (claim.held_until or claim.scheduled_for)

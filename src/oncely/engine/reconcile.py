@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 
 from oncely.clock import RESYNC_S
 from oncely.engine.job import Job
-from oncely.locks import Lock, StoreProvider
+from oncely.locks import RESERVED_LOCK_PREFIX, Lock, StoreProvider
 from oncely.model import CodeVersion
 from oncely.store import Store
 
@@ -33,7 +33,7 @@ log = logging.getLogger("oncely")
 #: A version is live while a worker running it was seen this recently; running workers say so
 #: every `RESYNC_S`.
 LIVE = timedelta(seconds=3 * RESYNC_S)
-_LOCK = "oncely:reconcile"
+_LOCK = f"{RESERVED_LOCK_PREFIX}reconcile"
 
 
 def fingerprint(jobs: Mapping[str, Job]) -> str:
@@ -76,6 +76,7 @@ class Reconciler:
             timeout=60,
         )
         self._declined: str | None = None  # the newer version last logged as in the way
+        self._seen_at: datetime | None = None  # when this version was last said to be live
 
     @property
     def fingerprint(self) -> str:
@@ -89,7 +90,8 @@ class Reconciler:
         """While running (every minute): say this version is live, and apply its declarations if
         the version applied is another one that may now be replaced (a rollback)."""
         version = self.fingerprint
-        mine, applied = self.store.see_code_version(version, self.clock())
+        self._seen_at = self.clock()
+        mine, applied = self.store.see_code_version(version, self._seen_at)
         if applied is not None and applied.fingerprint == mine.fingerprint:
             return
         if not may_apply(mine, applied, self.clock()):
@@ -97,10 +99,19 @@ class Reconciler:
             return
         self._apply(version)
 
+    def check_when_due(self) -> None:
+        """`check`, at most once every `RESYNC_S` of the app's clock: for a process that only
+        calls ``tick()``, which was seen once, at its first tick, and so looked gone to an old
+        release restarting three minutes later, which rolled the schedules back under it."""
+        now = self.clock()
+        if self._seen_at is None or now - self._seen_at >= timedelta(seconds=RESYNC_S):
+            self.check()
+
     def _apply(self, version: str) -> None:
         with self._lock:
             # Decided under the lock: another version may have applied since.
             now = self.clock()
+            self._seen_at = now
             mine, applied = self.store.see_code_version(version, now)
             if not may_apply(mine, applied, now):
                 self._decline(mine, applied)

@@ -14,6 +14,8 @@ class Run:
 
     ``idempotency_key`` is the same for every attempt at the same occurrence, whichever worker
     makes it: use it to make side effects safe to repeat (delivery is at least once by default).
+    It is ``TENANT/KEY/TIME`` with ``%`` and ``/`` percent-escaped in the tenant ('' for none) and
+    the key, and TIME the scheduled time in ISO 8601 UTC: distinct occurrences never share one.
     ``fence`` is strictly greater than any earlier attempt's on the same schedule. ``lease_lost``
     turns True once another worker may have taken over: stop writing. ``connection`` is the
     open transaction of a ``delivery="transactional"`` job, None otherwise.
@@ -58,7 +60,11 @@ class Run:
     @property
     def idempotency_key(self) -> str:
         claim = self.claim
-        return f"{claim.tenant or ''}/{claim.key}/{claim.scheduled_for.isoformat()}"
+        # "%" and "/" escaped in each part: joined as they were, tenant "acme" with key
+        # "eu/invoice" and tenant "acme/eu" with key "invoice" had one key.
+        parts = (claim.tenant or "", claim.key)
+        tenant, key = (p.replace("%", "%25").replace("/", "%2F") for p in parts)
+        return f"{tenant}/{key}/{claim.scheduled_for.isoformat()}"
 
     @property
     def lease_lost(self) -> bool:

@@ -98,6 +98,8 @@ class Engine:
     def tick(self) -> TickReport:
         """Everything due now, run in this thread; raises `TickFailed` naming the failing step."""
         report = TickReport()
+        if self.reconciled:
+            _step("reconcile", lambda _: self.reconciler.check_when_due(), report)
         self.prepare(report)
         _step("run", self._run, report)
         return report

@@ -6,9 +6,16 @@ own database.
 
 from __future__ import annotations
 
-from oncely.locks.lock import Lock
+from oncely.locks.lock import RESERVED_LOCK_PREFIX, Lock
 from oncely.locks.provider import LockProvider
 from oncely.locks.redis import RedisProvider, redis
 from oncely.locks.store import StoreProvider
 
-__all__ = ["Lock", "LockProvider", "RedisProvider", "StoreProvider", "redis"]
+__all__ = [
+    "RESERVED_LOCK_PREFIX",
+    "Lock",
+    "LockProvider",
+    "RedisProvider",
+    "StoreProvider",
+    "redis",
+]

@@ -19,13 +19,17 @@ from datetime import timedelta
 from types import TracebackType
 from typing import Any, TypeVar, cast
 
-from oncely.errors import ConfigurationError, LockHeld
+from oncely.errors import ConfigurationError, LockHeld, LockUnavailable
 from oncely.locks.provider import LockProvider
 from oncely.model import Lease
 
 log = logging.getLogger("oncely")
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+#: Lock names oncely takes itself (``oncely:reconcile``, ``oncely:housekeeping``): `oncely.App.lock`
+#: refuses them.
+RESERVED_LOCK_PREFIX = "oncely:"
 
 # A blocking acquisition asks again after this long, doubling up to the cap.
 _FIRST_RETRY_S = 0.05
@@ -60,6 +64,12 @@ class Lock:
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ConfigurationError(f"lock name {name!r}: give a non-empty string")
+        if "\x00" in name or not name.isprintable() or len(name.encode("utf-8", "replace")) > 200:
+            raise ConfigurationError(
+                f"lock name {name[:60]!r}: give at most 200 bytes of printable text"
+            )
+        if not isinstance(blocking, bool):
+            raise ConfigurationError(f"lock {name!r}: blocking={blocking!r}: give True or False")
         if not isinstance(at_most, timedelta) or at_most < timedelta(milliseconds=1):
             raise ConfigurationError(
                 f"lock {name!r}: at_most={at_most!r} must be a timedelta of 1 ms or more: "
@@ -70,7 +80,9 @@ class Lock:
                 f"lock {name!r}: at_least={at_least!r} must be a timedelta from 0 to "
                 f"at_most ({at_most})"
             )
-        if timeout is not None and (isinstance(timeout, bool) or not timeout >= 0):
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0
+        ):
             raise ConfigurationError(f"lock {name!r}: timeout={timeout!r}: give seconds >= 0")
         self.name = name
         self.at_most = at_most
@@ -106,14 +118,29 @@ class Lock:
     def release(self) -> bool:
         """Let go of this thread's or task's latest acquisition, keeping the lock until
         ``at_least`` after it was taken. Returns False, and logs, when the lease had already
-        expired and been taken by another: never frees another holder's lock."""
+        expired and been taken by another: never frees another holder's lock. Never raises
+        `LockUnavailable`: what the lock guarded has run by now, so a provider that fails here
+        is logged at ERROR and False returned; the lease then expires at ``at_most``."""
         held = self._held.get()
         if not held:
             raise LockHeld(f"lock {self.name!r} is not held here: nothing to release")
         self._held.set(held[:-1])
         mine = held[-1]
         ran = timedelta(seconds=time.monotonic() - mine.since)
-        kept = self.provider.release(mine.lease, keep=max(self.at_least - ran, timedelta(0)))
+        try:
+            kept = self.provider.release(mine.lease, keep=max(self.at_least - ran, timedelta(0)))
+        except LockUnavailable as exc:
+            # Raised here, it said "what the lock guards does not run" after it had run: a
+            # caller retrying on it ran the work twice.
+            log.error(
+                "oncely: lock %r could not be released (token %d): what it guarded has run; its "
+                "provider failed (%s), and the lock is held until at_most (%s) runs out",
+                self.name,
+                mine.lease.token,
+                exc,
+                self.at_most,
+            )
+            return False
         if not kept:
             log.warning(
                 "oncely: lock %r was no longer held when released (token %d): at_most (%s) ran "

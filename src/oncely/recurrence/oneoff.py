@@ -29,7 +29,12 @@ class At(Trigger):
         """Return ``{"kind": "at", "v": 1, "when": <ISO 8601 in UTC, microseconds kept>}``."""
         return {"kind": self.kind, "v": SPEC_VERSION, "when": self.when.isoformat()}
 
+    @property
+    def instance(self) -> Instance:
+        """The one instance, at ``when``."""
+        wall = self.when.replace(tzinfo=None)
+        return Instance(self.when, wall, 0, "UTC", wall)
+
     def _instances_after(self, t: datetime) -> Iterator[Instance]:
         if self.when > t:
-            wall = self.when.replace(tzinfo=None)
-            yield Instance(self.when, wall, 0, "UTC", wall)
+            yield self.instance

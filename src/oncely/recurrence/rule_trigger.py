@@ -91,7 +91,9 @@ class RRule(Trigger):
         self.zone = Zone((given.tzid if given is not None else None) or tz or "UTC")
         if end is not None:
             end = as_utc(end, "end")
-        if max_span is not None and max_span <= timedelta(0):
+        if max_span is not None and (
+            not isinstance(max_span, timedelta) or max_span <= timedelta(0)
+        ):
             raise InvalidSchedule(
                 f"max_span={max_span} is not a positive duration",
                 hint="e.g. max_span=timedelta(days=366), or None for a perpetual rule",

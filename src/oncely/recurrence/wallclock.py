@@ -90,7 +90,10 @@ def as_utc(t: datetime, name: str = "t") -> datetime:
             f"{name}={t.isoformat()} has no time zone",
             hint="pass an aware datetime, e.g. datetime(2026, 1, 1, tzinfo=UTC)",
         )
-    return t.astimezone(UTC)
+    try:
+        return t.astimezone(UTC)
+    except (OverflowError, ValueError) as exc:
+        raise InvalidSchedule(f"{name}={t.isoformat()} is out of range in UTC ({exc})") from exc
 
 
 class Zone:

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from oncely.store.interface import Store, Watch
+from oncely.store.payloads import MAX_PAYLOAD_BYTES, MAX_PAYLOAD_DEPTH, Unreadable
 from oncely.store.postgres import PostgresStore
 from oncely.store.sqlite import SqliteStore
 from oncely.store.url import DEFAULT_URL, StoreUrl
 
 __all__ = [
     "DEFAULT_URL",
+    "MAX_PAYLOAD_BYTES",
+    "MAX_PAYLOAD_DEPTH",
     "PostgresStore",
     "SqliteStore",
     "Store",
     "StoreUrl",
+    "Unreadable",
     "Watch",
     "open_store",
 ]

@@ -244,7 +244,9 @@ class Store(ABC):
         overlap reason: when materialised, overlap could not yet be judged. Each claim
         increments the attempt count and takes a fence greater than every earlier one on its
         schedule. Two claimers never take the same occurrence (SKIP LOCKED on PostgreSQL, the
-        write lock on SQLite). Raises `StoreUnavailable`.
+        write lock on SQLite). A claim whose stored payload does not decode carries an
+        `Unreadable` payload, never an error: the caller fails that one. Raises
+        `StoreUnavailable`.
         """
 
     @abstractmethod
@@ -411,9 +413,11 @@ class Store(ABC):
         ran, skipped or invalid, has no ``finished_at``). The history horizon is raised to
         ``before``. Pending, running and retrying occurrences are never deleted, whatever their
         age. Schedules are kept (a removed one keeps its row), except finished keyless one-offs
-        updated before ``before`` with no occurrence left. Every sweep with
-        ``finished_at < before`` goes, and every code version no worker has run since
-        ``before`` but the one applied last. No index serves this: a
+        updated before ``before`` with no occurrence left. Code versions are kept: when a
+        version was first seen tells an old release from a new one, and an old release started
+        after its row was pruned counted as the newest (the cost is a row of a few dozen bytes
+        per version ever deployed). Every sweep with
+        ``finished_at < before`` goes. No index serves this: a
         call reads the occurrences until it has ``limit`` of them (no sort), once through at
         worst, on the housekeeper's time; an index would cost every claim and booking.
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import select
@@ -15,6 +16,7 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
+from psycopg.types.json import set_json_loads
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from oncely.errors import StoreError, StoreUnavailable
@@ -35,7 +37,7 @@ from oncely.model import (
     Sweep,
 )
 from oncely.recurrence import Trigger
-from oncely.store import claiming, housekeeping, records
+from oncely.store import claiming, housekeeping, payloads, records
 from oncely.store.interface import Store, Watch
 from oncely.store.listener import Listener
 from oncely.store.queries import migrations, queries
@@ -62,6 +64,12 @@ _KEEPALIVES = {
 Connection = psycopg.Connection[dict[str, Any]]
 
 _POOL_NAME = "oncely"
+
+
+def _decode_safely(connection: Connection) -> None:
+    """Decode jsonb (payloads, trigger specs) with `payloads.decode`: a stored value too deep for
+    this process's recursion room raised RecursionError from every read of its row."""
+    set_json_loads(payloads.decode, connection)
 
 
 class _OwnPoolWarnings(logging.Filter):
@@ -120,6 +128,7 @@ class PostgresStore(Store):
                     reconnect_timeout=_TIMEOUT_S,
                     check=check,
                     kwargs={"connect_timeout": _TIMEOUT_S, "row_factory": dict_row},
+                    configure=_decode_safely,
                     name=_POOL_NAME,
                 )
                 check.pool = weakref.ref(self._pool)
@@ -639,7 +648,11 @@ class PostgresStore(Store):
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
         with self._connect() as connection:
-            yield connection
+            set_json_loads(json.loads, connection)  # the caller's own queries decode as psycopg's
+            try:
+                yield connection
+            finally:
+                _decode_safely(connection)
 
     def next_due_at(
         self, jobs: Collection[str] | None = None, *, after: datetime | None = None
@@ -755,9 +768,6 @@ class PostgresStore(Store):
                 self._sql["prune_keyless_schedules"], {"before": before, "limit": limit}
             )
             connection.execute(self._sql["prune_sweeps"], {"before": before})
-            applied = connection.execute(self._sql["applied_code_version"]).fetchone()
-            keep = applied["fingerprint"] if applied else None
-            connection.execute(self._sql["prune_code_versions"], {"before": before, "keep": keep})
         return max(pruned, 0)
 
     def reclaim_expired(self, now: datetime, retries: Mapping[str, int]) -> list[Reclaimed]:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from oncely.errors import InvalidPayload, InvalidSchedule, UnknownSchedule
+from oncely.errors import ConfigurationError, InvalidSchedule, UnknownSchedule
 from oncely.model import (
     NO_TENANT,
     Abandoned,
@@ -20,57 +20,12 @@ from oncely.model import (
     ScheduleStatus,
 )
 from oncely.recurrence import Trigger, trigger_from_spec
+from oncely.store import payloads
 
 SCHEDULE_COLUMNS = (
     "id", "tenant", "key", "job", "origin", "trigger_spec", "payload", "paused", "status",
     "status_reason", "next_run_at", "created_at", "updated_at",
 )  # fmt: skip
-
-
-def payload_json(payload: Any) -> str:
-    """``payload`` as JSON text; raise `InvalidPayload` naming what cannot be stored.
-
-    Refused on both stores alike: what JSON cannot encode, nesting deeper than the encoder's
-    recursion, and strings PostgreSQL's jsonb refuses (a NUL character, half a surrogate pair),
-    which SQLite would have kept.
-    """
-    try:
-        text = json.dumps(payload, allow_nan=False, separators=(",", ":"), sort_keys=True)
-    except RecursionError as exc:
-        raise InvalidPayload(
-            "the payload is nested too deeply to be stored as JSON; flatten it"
-        ) from exc
-    except (TypeError, ValueError) as exc:
-        raise InvalidPayload(
-            f"the payload cannot be stored as JSON ({exc}); pass dicts, lists, strings, numbers, "
-            "booleans or None"
-        ) from exc
-    why = _unstorable_string(payload)
-    if why is not None:
-        raise InvalidPayload(f"the payload cannot be stored: a string in it holds {why}")
-    return text
-
-
-def _unstorable_string(payload: Any) -> str | None:
-    """What makes a string (or key) of ``payload`` unstorable, or None. Walked with a stack, not
-    recursion: ``payload`` is as deep as the encoder allowed."""
-    stack = [payload]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, str):
-            if "\x00" in value:
-                return "a NUL character"
-            if not value.isascii():
-                try:
-                    value.encode("utf-8")
-                except UnicodeEncodeError:
-                    return "half of a surrogate pair, which is not text"
-        elif isinstance(value, dict):
-            stack.extend(value)
-            stack.extend(value.values())
-        elif isinstance(value, list | tuple):
-            stack.extend(value)
-    return None
 
 
 def schedule_params(
@@ -94,7 +49,7 @@ def schedule_params(
         "origin": origin,
         "trigger_kind": trigger.kind,
         "trigger_spec": json.dumps(trigger.to_spec(), sort_keys=True),
-        "payload": payload_json(payload),
+        "payload": payloads.encode(payload),
         "status": "active" if next_run_at is not None else "ended",
         "next_run_at": next_run_at,
         "now": now,
@@ -115,9 +70,14 @@ def save_params(
 
     Saving the trigger a schedule already has keeps its next run: an app that re-saves its
     schedules on every start, or a deferred timer saved twice, must not fire early, twice or never.
+
+    A code-declared job never takes the key of a runtime schedule, nor a runtime schedule the
+    key of a code-declared one (unless that one was removed): `ConfigurationError` for the
+    first, raised at start by reconcile, `InvalidSchedule` for the second.
     """
     if existing is None:
         return params, False
+    _refuse_other_origin(existing, params)
     stored = existing["trigger_spec"]
     if isinstance(stored, str):  # SQLite keeps JSON as text; a damaged one is simply different
         try:
@@ -129,6 +89,23 @@ def save_params(
         kept = existing["next_run_at"]
         return {**params, "next_run_at": kept, "status": "active" if kept else "ended"}, False
     return params, True
+
+
+def _refuse_other_origin(existing: Mapping[str, Any], params: Mapping[str, Any]) -> None:
+    if existing["origin"] == params["origin"] or existing["status"] == "removed":
+        return
+    key = params["key"]
+    if params["origin"] == "code":
+        # It replaced the runtime schedule's job, trigger and payload, with only a warning.
+        raise ConfigurationError(
+            f"job {params['job']!r}, declared in code with a trigger, has the key of the runtime "
+            f"schedule {key!r} of job {existing['job']!r} (saved by app.schedule or app.defer): "
+            f"rename the job (name=...), or unschedule the runtime schedule {key!r}"
+        )
+    raise InvalidSchedule(
+        f"key {key!r} is the schedule of job {existing['job']!r}, declared in code",
+        hint="choose another key, e.g. f'{job}:{id}'",
+    )
 
 
 def listing_params(
@@ -167,7 +144,8 @@ def schedule(values: Mapping[str, Any]) -> Schedule:
     """Map one schedule row, with Python types, to a `Schedule`.
 
     A stored trigger that no longer reads gives ``trigger=None`` and status ``invalid`` with the
-    reason, instead of an error: one bad row must not stop the listing of the others.
+    reason, instead of an error: one bad row must not stop the listing of the others. So does a
+    stored payload that does not read (``payload=None``); its occurrences fail with the reason.
     """
     status = cast(ScheduleStatus, values["status"])
     reason = values["status_reason"]
@@ -176,6 +154,9 @@ def schedule(values: Mapping[str, Any]) -> Schedule:
         trigger = trigger_from_spec(values["trigger_spec"], schedule=values["key"])
     except InvalidSchedule as exc:
         trigger, status, reason = None, "invalid", str(exc)
+    payload = values["payload"]
+    if isinstance(payload, payloads.Unreadable):
+        status, reason, payload = "invalid", f"{payload.reason}; save it again", None
     next_run_at = _utc(values["next_run_at"])
     return Schedule(
         key=values["key"],
@@ -185,7 +166,7 @@ def schedule(values: Mapping[str, Any]) -> Schedule:
         paused=bool(values["paused"]),
         status=status,
         tenant=tenant_of(values["tenant"]),
-        payload=values["payload"],
+        payload=payload,
         origin=cast(ScheduleOrigin, values["origin"]),
         status_reason=reason,
         created_at=_utc(values["created_at"]),

@@ -30,7 +30,7 @@ from oncely.model import (
     Sweep,
 )
 from oncely.recurrence import Trigger
-from oncely.store import claiming, housekeeping, records
+from oncely.store import claiming, housekeeping, payloads, records
 from oncely.store.interface import Store, Watch
 from oncely.store.queries import migrations, queries
 from oncely.store.records import (
@@ -716,11 +716,6 @@ class SqliteStore(Store):
             connection.execute(self._sql["raise_history_horizon"], {"before": params["before"]})
             connection.execute(self._sql["prune_keyless_schedules"], params)
             connection.execute(self._sql["prune_sweeps"], {"before": params["before"]})
-            applied = self._row(connection, "applied_code_version", {})
-            keep = applied["fingerprint"] if applied else None
-            connection.execute(
-                self._sql["prune_code_versions"], {"before": params["before"], "keep": keep}
-            )
         return max(pruned, 0)
 
     def reclaim_expired(self, now: datetime, retries: Mapping[str, int]) -> list[Reclaimed]:
@@ -799,14 +794,14 @@ def _schedule(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> Schedule:
 
 
 def _schedule_of(values: dict[str, Any]) -> Schedule:
-    values["trigger_spec"] = json.loads(values["trigger_spec"])
-    values["payload"] = json.loads(values["payload"])
+    values["trigger_spec"] = payloads.decode(values["trigger_spec"])
+    values["payload"] = payloads.decode(values["payload"])
     return records.schedule(values)
 
 
 def _claimed_values(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
     values = _values(cursor, row)
-    values["payload"] = json.loads(values["payload"])
+    values["payload"] = payloads.decode(values["payload"])
     return values
 
 

@@ -14,12 +14,12 @@ from datetime import datetime, timedelta
 from oncely.engine import Engine, worker_id
 from oncely.engine.misfire import age
 from oncely.errors import LockHeld
-from oncely.locks import Lock
+from oncely.locks import RESERVED_LOCK_PREFIX, Lock
 from oncely.model import Sweep
 
 log = logging.getLogger("oncely")
 
-LEASE_NAME = "oncely:housekeeping"
+LEASE_NAME = f"{RESERVED_LOCK_PREFIX}housekeeping"
 _PRUNE_BATCH = 1000
 # One sweep deletes at most this many batches; the rest waits for the next sweep, so a first
 # sweep over years of history does not hold the worker's loop for minutes.

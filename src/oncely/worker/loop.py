@@ -28,6 +28,7 @@ from oncely.clock import RESYNC_S
 from oncely.engine import Engine, Job, Run, TickReport, worker_id
 from oncely.engine.execute import Finished, claim_fields, extended
 from oncely.errors import ConfigurationError, OncelyError, StoreError
+from oncely.locks import Lock, StoreProvider
 from oncely.model import Claim
 from oncely.store import Store, Watch
 from oncely.worker.health import Health
@@ -145,7 +146,14 @@ class Worker:
         self.outage = Outage()
         self.housekeeping = Housekeeping(
             # Kept after the sweep until `sweep_every` has passed: the fleet sweeps once per it.
-            app.lock(HOUSEKEEPING_LOCK, at_most=sweep_every, at_least=sweep_every),
+            # Not app.lock, which refuses the names oncely reserves for itself.
+            Lock(
+                HOUSEKEEPING_LOCK,
+                at_most=sweep_every,
+                at_least=sweep_every,
+                provider=StoreProvider(lambda: app.store, app.now),
+                owner=worker_id,
+            ),
             retention=retention,
             every=sweep_every,
         )

@@ -150,7 +150,7 @@ LIMIT %(limit)s;
 
 -- name: lock_schedule
 -- The schedule (tenant, key) in any status, locked until the transaction ends.
-SELECT id, trigger_spec, status, next_run_at FROM oncely_schedules
+SELECT id, job, origin, trigger_spec, status, next_run_at FROM oncely_schedules
 WHERE tenant = %(tenant)s AND key = %(key)s
 FOR UPDATE;
 
@@ -496,13 +496,6 @@ WHERE id = ANY(ARRAY(
 
 -- name: prune_sweeps
 DELETE FROM oncely_sweeps WHERE finished_at < %(before)s;
-
--- name: prune_code_versions
--- Versions no worker has run since before, but keep: the one applied last (applied_code_version),
--- which reconciliation compares every start with; none applied yet (keep NULL) keeps nothing.
--- One started again after this is a new deployment to reconciliation.
-DELETE FROM oncely_code_versions
-WHERE last_seen_at < %(before)s AND fingerprint IS DISTINCT FROM %(keep)s::text;
 
 -- name: reclaimable
 -- Running occurrences whose worker was lost (lease expired; a missing lease counts as expired),

@@ -148,7 +148,7 @@ LIMIT :limit;
 
 -- name: lock_schedule
 -- The schedule (tenant, key) in any status; the caller holds the write lock (BEGIN IMMEDIATE).
-SELECT id, trigger_spec, status, next_run_at FROM oncely_schedules
+SELECT id, job, origin, trigger_spec, status, next_run_at FROM oncely_schedules
 WHERE tenant = :tenant AND key = :key;
 
 -- name: supersede_pending
@@ -446,13 +446,6 @@ WHERE id IN (
 
 -- name: prune_sweeps
 DELETE FROM oncely_sweeps WHERE finished_at < :before;
-
--- name: prune_code_versions
--- Versions no worker has run since before, but keep: the one applied last (applied_code_version),
--- which reconciliation compares every start with; none applied yet (keep NULL) keeps nothing.
--- One started again after this is a new deployment to reconciliation.
-DELETE FROM oncely_code_versions
-WHERE last_seen_at < :before AND fingerprint IS NOT :keep;
 
 -- name: reclaimable
 -- Running occurrences whose worker was lost (lease expired; a missing lease counts as expired),

@@ -1,0 +1,109 @@
+"""The checks of the public API's arguments: each names the argument and says what to pass.
+
+Every store keeps the same keys, tenants and job names, so that an argument refused on one is
+refused on both and nothing accepted can make every tick fail later (a NUL in a job name did, on
+PostgreSQL, at reconcile; a lone surrogate escaped as UnicodeEncodeError).
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast, get_args
+
+from oncely.errors import ConfigurationError, InvalidSchedule
+from oncely.model import OccurrenceStatus
+
+# A key and its tenant together are one entry of a PostgreSQL unique index, whose entries hold
+# at most about 2,700 bytes; these bounds leave room for both.
+KEY_BYTES = 1024
+TENANT_BYTES = 256
+#: ``explain(upcoming=, recent=)`` and ``history(limit=)`` at most.
+MAX_LISTED = 1_000_000
+_STATUSES = get_args(OccurrenceStatus)
+
+
+def checked_key(key: Any, name: str = "key") -> str:
+    """``key`` if it is a key a store can keep; else `InvalidSchedule` naming it as ``name``."""
+    if not isinstance(key, str) or not key:
+        raise InvalidSchedule(
+            f"{name}={shown(key)} is not a schedule key", hint="use a non-empty str"
+        )
+    _storable(name, key, KEY_BYTES, InvalidSchedule)
+    return key
+
+
+def checked_tenant(tenant: Any) -> str:
+    """``tenant`` if it names a tenant; else `InvalidSchedule` naming it.
+
+    The one check of every call that takes a tenant: ``""`` is refused, since the stores keep it
+    as "no tenant" (an empty tenant wrote over the schedules of code-declared jobs).
+    """
+    if not isinstance(tenant, str) or not tenant:
+        raise InvalidSchedule(
+            f"tenant={shown(tenant)} is not a tenant id",
+            hint="use a non-empty str, or tenant=None for no tenant",
+        )
+    _storable("tenant", tenant, TENANT_BYTES, InvalidSchedule)
+    return tenant
+
+
+def checked_job_name(name: Any) -> str:
+    """``name`` if it can name a job (and key its schedule); else `ConfigurationError`."""
+    if not isinstance(name, str):
+        raise ConfigurationError(f"job name={shown(name)} is not a str; pass name='...'")
+    if not name:
+        raise ConfigurationError("the job has no name; pass name= to app.job()")
+    _storable("job name", name, KEY_BYTES, ConfigurationError)
+    return name
+
+
+def checked_count(name: str, value: Any, *, least: int = 0) -> int:
+    """``value`` if it is an int from ``least`` to `MAX_LISTED`; else `ConfigurationError`."""
+    if type(value) is not int or not least <= value <= MAX_LISTED:
+        raise ConfigurationError(
+            f"{name}={shown(value)}: give a whole number from {least} to {MAX_LISTED:,}"
+        )
+    return value
+
+
+def checked_status(status: Any) -> OccurrenceStatus | None:
+    """``status`` if it is None or an occurrence status; else `ConfigurationError`."""
+    if status is not None and (not isinstance(status, str) or status not in _STATUSES):
+        raise ConfigurationError(
+            f"status={shown(status)} is not an occurrence status; use one of {', '.join(_STATUSES)}"
+        )
+    return cast("OccurrenceStatus | None", status)
+
+
+def shown(value: object) -> str:
+    """``repr(value)``, cut short: an error message quotes a key, never a megabyte of it."""
+    try:
+        text = repr(value)
+    except Exception:  # a hostile __repr__ must not replace the error being reported
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 60 else f"{text[:57]}..."
+
+
+def _storable(
+    what: str, text: str, limit: int, error: type[InvalidSchedule] | type[ConfigurationError]
+) -> None:
+    """Raise ``error`` if ``text`` cannot be stored: PostgreSQL text holds no NUL, UTF-8 no half
+    of a surrogate pair, an index entry only so many bytes (SQLite takes all three; both stores
+    must refuse the same)."""
+    why = None
+    if "\x00" in text:
+        why = "holds a NUL character"
+    else:
+        try:
+            size = len(text.encode("utf-8"))
+        except UnicodeEncodeError:
+            why = "holds half of a surrogate pair, which is not text"
+        else:
+            if size > limit:
+                why = f"is {size} bytes long as UTF-8"
+    if why is None:
+        return
+    message = f"{what}={shown(text)} {why}"
+    hint = f"use at most {limit} bytes of UTF-8 text without NUL characters"
+    if error is InvalidSchedule:
+        raise InvalidSchedule(message, hint=hint)
+    raise ConfigurationError(f"{message}; {hint}")
