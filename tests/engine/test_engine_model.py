@@ -42,7 +42,7 @@ from oncely.testing import Clock
 
 LONG = os.environ.get("ONCELY_FAULTS") == "long"
 # Per store: a PostgreSQL example pays for a database of its own (about a second).
-EXAMPLES = {"sqlite": 3000, "postgres": 500} if LONG else {"sqlite": 300, "postgres": 50}
+EXAMPLES = {"sqlite": 3000, "postgres": 200} if LONG else {"sqlite": 300, "postgres": 50}
 EXAMPLES_SET = os.environ.get("ONCELY_MODEL_EXAMPLES")
 # Timers fall on a grid of half hours around the example's start, and the clock moves in a few
 # sizes: few distinct times, so that a timer meets the same time again (moved away and back,
@@ -52,7 +52,7 @@ SLOT = timedelta(minutes=30)
 START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 KEYS = ("a", "b")
 TENANTS = (None, "t1")
-RETENTION = timedelta(hours=2)
+RETENTION = timedelta(minutes=30)
 LEASE = timedelta(hours=1)
 
 
