@@ -41,3 +41,14 @@ def make_app(url: str, clock: Clock) -> Iterator[MakeApp]:
 @pytest.fixture
 def app(make_app: MakeApp) -> oncely.App:
     return make_app()
+
+
+@pytest.fixture
+def remind(app: oncely.App) -> oncely.Job:
+    """A job of ``app`` scheduled at run time, whose handler does nothing."""
+
+    @app.job()
+    def remind(run: oncely.Run) -> None:
+        pass
+
+    return remind

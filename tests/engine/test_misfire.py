@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from _engine_support import MakeApp
@@ -92,10 +92,11 @@ def test_a_one_off_timer_runs_however_late(make_app: MakeApp, clock: Clock, misf
     assert [o.status for o in app.history()] == ["succeeded"]
 
 
-def test_an_occurrence_materialised_in_time_but_claimed_weeks_later_is_skipped_not_run(
+def _materialised_then_down(
     make_app: MakeApp, clock: Clock
-) -> None:
-    """Lesson 8 at claim time: every worker died right after the 09:00 row was written."""
+) -> tuple[oncely.App, list[object], datetime]:
+    """An hourly job whose next row (returned: its time) was written at its time, after which
+    every worker went down before claiming it."""
     app = make_app()
     ran: list[object] = []
 
@@ -107,7 +108,14 @@ def test_an_occurrence_materialised_in_time_but_claimed_weeks_later_is_skipped_n
     app.tick()  # reconciles: next run on the hour
     clock.advance(minutes=30)
     app._the_engine().prepare(oncely.TickReport())  # materialised, then the fleet went down
-    written = clock()
+    return app, ran, clock()
+
+
+def test_an_occurrence_materialised_in_time_but_claimed_weeks_later_is_skipped_not_run(
+    make_app: MakeApp, clock: Clock
+) -> None:
+    """Lesson 8 at claim time: every worker died right after the 09:00 row was written."""
+    app, ran, written = _materialised_then_down(make_app, clock)
     # Back at hh:30: every occurrence since is beyond grace too, so none supersedes this one.
     clock.advance(weeks=3, minutes=30)
     app.tick()
@@ -120,18 +128,7 @@ def test_an_occurrence_materialised_in_time_but_claimed_weeks_later_is_skipped_n
 def test_an_occurrence_materialised_before_downtime_is_superseded_by_the_newest_in_grace(
     make_app: MakeApp, clock: Clock
 ) -> None:
-    app = make_app()
-    ran: list[object] = []
-
-    @app.job(oncely.every(hours=1))
-    def hourly(run: oncely.Run) -> None:
-        ran.append(run.scheduled_for)
-
-    clock.set(clock().replace(minute=30, second=0))
-    app.tick()
-    clock.advance(minutes=30)
-    app._the_engine().prepare(oncely.TickReport())  # materialised, then the fleet went down
-    written = clock()
+    app, ran, written = _materialised_then_down(make_app, clock)
     clock.advance(weeks=3, minutes=5)
     app.tick()
     (stale,) = [o for o in app.history(limit=1000) if o.scheduled_for == written]

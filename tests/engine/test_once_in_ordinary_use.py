@@ -24,6 +24,18 @@ def _statuses(app: oncely.App, key: str) -> dict[str, tuple[str, str | None]]:
     }
 
 
+def _recording(make_app: MakeApp) -> tuple[oncely.App, oncely.Job, list[datetime]]:
+    """An app with a job scheduled at run time that records each run's scheduled time."""
+    app = make_app()
+    ran: list[datetime] = []
+
+    @app.job(name="recorded")
+    def recorded(run: oncely.Run) -> None:
+        ran.append(run.scheduled_for)
+
+    return app, recorded, ran
+
+
 def _prepare_ahead(app: oncely.App, to: datetime) -> None:
     """What the worker does just before a due time: materialise what comes due by ``to``."""
     app._the_engine().prepare(TickReport(), ahead_to=to)
@@ -32,12 +44,7 @@ def _prepare_ahead(app: oncely.App, to: datetime) -> None:
 def test_a_timer_moved_away_and_back_fires_once_at_its_time(
     make_app: MakeApp, clock: Clock
 ) -> None:
-    app = make_app()
-    ran: list[datetime] = []
-
-    @app.job()
-    def remind(run: oncely.Run) -> None:
-        ran.append(run.scheduled_for)
+    app, remind, ran = _recording(make_app)
 
     tuesday = MONDAY + timedelta(days=1)
     app.defer(remind, at=MONDAY, key="remind:42")
@@ -53,12 +60,7 @@ def test_a_timer_moved_away_and_back_fires_once_at_its_time(
 def test_a_cron_edited_inside_the_lead_window_keeps_or_replaces_its_run(
     make_app: MakeApp, clock: Clock
 ) -> None:
-    app = make_app()
-    ran: list[datetime] = []
-
-    @app.job()
-    def digest(run: oncely.Run) -> None:
-        ran.append(run.scheduled_for)
+    app, digest, ran = _recording(make_app)
 
     app.schedule(digest, oncely.cron("0 9 * * *"), key="digest")
     clock.set(MONDAY - timedelta(seconds=1))
@@ -170,12 +172,7 @@ def test_saving_the_same_rrule_again_keeps_its_series(make_app: MakeApp, clock: 
 def test_an_rrule_with_a_count_fires_as_many_times_as_it_says(
     make_app: MakeApp, clock: Clock
 ) -> None:
-    app = make_app()
-    ran: list[datetime] = []
-
-    @app.job()
-    def thrice(run: oncely.Run) -> None:
-        ran.append(run.scheduled_for)
+    app, thrice, ran = _recording(make_app)
 
     clock.set(MONDAY)
     app.schedule(thrice, oncely.rrule("FREQ=DAILY;COUNT=3"), key="thrice")

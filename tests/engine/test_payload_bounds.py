@@ -34,15 +34,6 @@ def store_payload(app: oncely.App, key: str, text: str) -> None:
         )
 
 
-@pytest.fixture
-def remind(app: oncely.App) -> oncely.Job:
-    @app.job()
-    def remind(run: oncely.Run) -> None:
-        pass
-
-    return remind
-
-
 def test_a_payload_nested_deeper_than_the_bound_is_refused(
     app: oncely.App, remind: oncely.Job
 ) -> None:

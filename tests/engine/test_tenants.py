@@ -11,15 +11,6 @@ import oncely
 from oncely.testing import Clock
 
 
-@pytest.fixture
-def remind(app: oncely.App) -> oncely.Job:
-    @app.job()
-    def remind(run: oncely.Run) -> None:
-        pass
-
-    return remind
-
-
 def test_a_schedule_written_under_one_tenant_is_invisible_to_another(
     app: oncely.App, clock: Clock, remind: oncely.Job
 ) -> None:
