@@ -61,7 +61,7 @@ Handler = Callable[[Run], Any]
 H = TypeVar("H", bound=Handler)
 
 _BACKFILL_LIMIT = 100_000
-# One page of app.schedules(): a service with a million per-user reminders listed them all.
+# One page of `oncely jobs`: a service with a million per-user reminders listed them all.
 DEFAULT_PAGE = 1000
 
 
@@ -253,10 +253,10 @@ class App:
         status: ScheduleStatus | None = None,
         key_prefix: str | None = None,
         after: Schedule | tuple[str | None, str] | None = None,
-        limit: int | None = DEFAULT_PAGE,
+        limit: int | None = None,
     ) -> list[Schedule]:
         """Every tenant's schedules (this app is not bound to one), or only ``tenant``'s, by
-        (tenant, key): one page of ``limit`` at most (None: all), after the schedule ``after``
+        (tenant, key): all of them, or one page of ``limit`` at most, after the schedule ``after``
         (the last of the previous page, or its (tenant, key)), filtered by ``job``, ``status``
         and ``key_prefix``. Raises `ConfigurationError` for a filter it cannot use."""
         return _schedules(self, tenant, tenant is None, job, status, key_prefix, after, limit)
@@ -551,7 +551,7 @@ class TenantView:
         status: ScheduleStatus | None = None,
         key_prefix: str | None = None,
         after: Schedule | tuple[str | None, str] | None = None,
-        limit: int | None = DEFAULT_PAGE,
+        limit: int | None = None,
     ) -> list[Schedule]:
         return _schedules(self.app, self.tenant, False, job, status, key_prefix, after, limit)
 

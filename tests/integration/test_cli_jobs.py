@@ -181,3 +181,28 @@ def test_an_empty_tenant_is_a_usage_error(cli: CliApp) -> None:
     done = cli.invoke("jobs", "--tenant", " ")
     assert done.code == 2
     assert "a tenant name is a non-empty string" in one_error_line(done)
+
+
+def test_jobs_lists_one_page_and_names_the_next(cli: CliApp) -> None:
+    populate(cli)
+    first = cli.invoke("jobs", "--limit", "2", "--json")
+    assert first.code == 0, first.stderr
+    keys = [d["key"] for d in parsed(first.stdout)]
+    assert len(keys) == 2  # a full page: the jobs nothing schedules come on the last one
+    table = cli.invoke("jobs", "--limit", "2")
+    assert table.stdout.splitlines()[-1].startswith("2 schedules shown; the next page: --after ")
+    after = table.stdout.splitlines()[-1].split("--after ", 1)[1].split()
+    rest = cli.invoke("jobs", "--after", after[0], *after[1:], "--json")
+    later = [d["key"] for d in parsed(rest.stdout) if d["key"] is not None]
+    assert not set(later) & set(keys)
+    everything = [d["key"] for d in parsed(cli.invoke("jobs", "--json").stdout)]
+    assert keys + later == [k for k in everything if k is not None]
+
+
+def test_jobs_filters_by_job_state_and_prefix(cli: CliApp) -> None:
+    populate(cli)
+    by_job = parsed(cli.invoke("jobs", "--job", "remind", "--json").stdout)
+    assert {d["job"] for d in by_job} == {"remind"}
+    assert {d["key"] for d in by_job} == {"remind:acme", "remind:ops"}
+    by_prefix = parsed(cli.invoke("jobs", "--prefix", "remind:o", "--json").stdout)
+    assert [d["key"] for d in by_prefix] == ["remind:ops"]

@@ -69,7 +69,8 @@ def jobs(
             after=after,
             limit=limit,
         )
-        idle = [] if filtered or after is not None else _unscheduled(app, schedules, tenant)
+        last_page = len(schedules) < limit
+        idle = _unscheduled(app, tenant) if last_page and not filtered else []
     if json_output:
         print_json([_document(s) for s in schedules] + idle)
         return
@@ -127,20 +128,22 @@ def _document(schedule: Schedule) -> dict[str, Any]:
     }
 
 
-def _unscheduled(app: App, schedules: list[Schedule], tenant: str | None) -> list[dict[str, Any]]:
-    """The app's jobs that no listed schedule runs, as JSON-ready documents.
+def _unscheduled(app: App, tenant: str | None) -> list[dict[str, Any]]:
+    """The app's jobs that no schedule (of ``tenant``, if given) runs, as JSON-ready documents;
+    asked of the store per job, not read off one page of the listing.
 
     A job declared with a trigger has its own schedule, outside any tenant, keyed by its name:
     it is unscheduled until a worker saves that schedule, and never listed for one tenant.
     """
-    own = {s.key for s in schedules if s.tenant is None and s.origin == "code"}
-    used = {s.job for s in schedules}
     idle = []
     for name, job in sorted(app.jobs.items()):
         if job.trigger is None:
-            if name in used:
+            if app.schedules(tenant, job=name, limit=1):
                 continue
-        elif tenant is not None or name in own:
+        elif tenant is not None or any(
+            s.key == name and s.tenant is None and s.origin == "code"
+            for s in app.schedules(job=name, key_prefix=name, limit=None)
+        ):
             continue
         idle.append(
             {
