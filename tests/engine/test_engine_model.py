@@ -52,8 +52,9 @@ SLOT = timedelta(minutes=30)
 START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 KEYS = ("a", "b")
 TENANTS = (None, "t1")
-RETENTION = timedelta(minutes=30)
+RETENTIONS = (timedelta(0), timedelta(minutes=30), timedelta(hours=2))
 LEASE = timedelta(hours=1)
+GRACE = timedelta(minutes=15)  # the jobs' misfire grace, the default
 
 
 @dataclass
@@ -93,6 +94,8 @@ class EngineModel(RuleBasedStateMachine):
         self.timers: dict[tuple[str | None, str], Timer] = {}
         self.times_of: dict[tuple[str | None, str], list[datetime]] = {}
         self.paused: set[tuple[str | None, str]] = set()
+        self.hourly_saved: dict[str | None, datetime] = {}
+        self.hourly_busy: set[tuple[str | None, datetime]] = set()
         self.moved_away: set[tuple[str | None, str, datetime]] = set()
         self.held: list[Claim] = []
         self.ticked_at: datetime | None = None
@@ -200,6 +203,7 @@ class EngineModel(RuleBasedStateMachine):
         self._scope(tenant).schedule(
             self.hourly_name, oncely.every(hours=1), key=f"hourly:{self.ns}"
         )
+        self.hourly_saved.setdefault(tenant, self.clock())
 
     @rule(tenant=st.sampled_from(TENANTS), hours=st.integers(1, 30))
     def backfill_hourly(self, tenant: str | None, hours: int) -> None:
@@ -235,7 +239,10 @@ class EngineModel(RuleBasedStateMachine):
 
     @rule(which=st.integers(0, 1))
     def tick(self, which: int) -> None:
+        expected = self._hourly_due_now()
         self.apps[which].tick()
+        for named, at in expected:
+            assert self._ran(named, at), (named, at, "the newest hourly occurrence in grace")
         now = self.ticked_at = self.clock()
         for named, timer in self.timers.items():
             if not timer.paused and timer.at <= now and not self._busy(named, now):
@@ -258,9 +265,11 @@ class EngineModel(RuleBasedStateMachine):
         engine.prepare(TickReport(), ahead_to=ahead)
         app.store.release(engine.claim(8, due_by=ahead), self.clock())
 
-    @rule()
-    def prune(self) -> None:
-        while self.apps[1].store.prune(self.clock() - RETENTION, 1000) == 1000:
+    @rule(retention=st.sampled_from(RETENTIONS))
+    def prune(self, retention: timedelta) -> None:
+        """Housekeeping deletes the finished history older than ``retention`` (any setting:
+        de-duplication must not depend on it)."""
+        while self.apps[1].store.prune(self.clock() - retention, 1000) == 1000:
             pass
 
     # --- the invariants ----------------------------------------------------------------------
@@ -309,6 +318,22 @@ class EngineModel(RuleBasedStateMachine):
         """A crashed claim holds an occurrence of this timer under a live lease: its schedule is
         serial, so nothing else of it runs until that lease runs out."""
         return any((c.tenant, c.key) == named and c.lease_expires_at > now for c in self.held)
+
+    def _hourly_due_now(self) -> list[tuple[tuple[str | None, str], datetime]]:
+        """The hourly occurrences a tick now must run: the newest, when it is within grace, was
+        not there when the schedule was saved, and no attempt a crashed worker began is still to
+        run again (that one runs first, and the newest is an overlap: recorded skipped)."""
+        now = self.clock()
+        hour = now.replace(minute=0, second=0, microsecond=0)
+        due = []
+        for tenant, saved in self.hourly_saved.items():
+            named = (tenant, f"hourly:{self.ns}")
+            begun = [c for c in self.held if (c.tenant, c.key) == named]
+            if any(not self._ran(named, c.scheduled_for) for c in begun):
+                self.hourly_busy.add((tenant, hour))
+            if hour > saved and now - hour <= GRACE and (tenant, hour) not in self.hourly_busy:
+                due.append((named, hour))
+        return due
 
     def _claimed(self, named: tuple[str | None, str], at: datetime) -> bool:
         return any((c.tenant, c.key, c.scheduled_for) == (*named, at) for c in self.held)
