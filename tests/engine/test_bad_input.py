@@ -314,3 +314,23 @@ def test_backfill_refuses_what_it_cannot_do_and_adds_nothing(
         app.backfill("kept", past, past + timedelta(hours=3))
     assert "save it again with a valid trigger" in str(unread.value)
     assert app.history(limit=1000) == before
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("lease", timedelta.max),
+        ("lease", timedelta(days=8)),
+        ("retries", 10**30),
+        ("pause_after", 2**31),
+        ("misfire_limit", 10**30),
+    ],
+)
+def test_job_options_past_what_oncely_can_count_are_refused_where_declared(
+    app: oncely.App, option: str, value: object
+) -> None:
+    """A lease of timedelta.max overflowed datetime on every claim: every tick failed, for every
+    job, until the process restarted without it (found by the API fuzz under make faults)."""
+    with pytest.raises(oncely.ConfigurationError, match=option):
+        app.job(oncely.every(minutes=1), name="bounded", **{option: value})(lambda run: None)
+    app.tick()

@@ -22,6 +22,10 @@ DEFAULT_RETRIES = 5
 DEFAULT_GRACE = timedelta(minutes=15)
 DEFAULT_LEASE = timedelta(minutes=5)
 DEFAULT_MISFIRE_LIMIT = 1000
+# Bounds of the job options: past them a count overflows PostgreSQL's integer and a lease
+# overflows datetime when added to now.
+MAX_LEASE = timedelta(days=7)
+MAX_COUNT = 1_000_000
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -71,6 +75,11 @@ def _check(job: Job) -> None:
         )
     if isinstance(job.retries, bool) or not isinstance(job.retries, int) or job.retries < 1:
         fail(f"retries={job.retries!r} is not a number of attempts", "use an int >= 1")
+    if job.retries > MAX_COUNT:
+        fail(
+            f"retries={job.retries!r} is more attempts than oncely counts",
+            f"use at most {MAX_COUNT}",
+        )
     for option, value, kind in (
         ("delivery", job.delivery, Delivery),
         ("misfire", job.misfire, Misfire),
@@ -82,12 +91,22 @@ def _check(job: Job) -> None:
         fail(f"grace={job.grace!r} is not a duration >= 0", "e.g. timedelta(minutes=15)")
     if not isinstance(job.lease, timedelta) or job.lease < timedelta(seconds=1):
         fail(f"lease={job.lease!r} is shorter than a second", "e.g. timedelta(minutes=5)")
+    if job.lease > MAX_LEASE:
+        # now + lease overflowed datetime on every claim: every tick failed, for every job.
+        fail(
+            f"lease={job.lease!r} is longer than {MAX_LEASE.days} days",
+            "a lease is extended while its handler runs; e.g. timedelta(minutes=5)",
+        )
     if job.pause_after is not None and (
         isinstance(job.pause_after, bool)
         or not isinstance(job.pause_after, int)
         or job.pause_after < 1
     ):
         fail(f"pause_after={job.pause_after!r} is not a count", "use an int >= 1, or None")
+    if job.pause_after is not None and job.pause_after > MAX_COUNT:
+        fail(f"pause_after={job.pause_after!r} is past what is counted", f"use at most {MAX_COUNT}")
     limit = job.misfire_limit
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         fail(f"misfire_limit={limit!r} is not a count", "use an int >= 1")
+    if limit > MAX_COUNT:
+        fail(f"misfire_limit={limit!r} is past what is counted", f"use at most {MAX_COUNT}")

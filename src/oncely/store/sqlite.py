@@ -138,7 +138,8 @@ class SqliteStore(Store):
         self.path = path
         self._sql = queries("sqlite")
         self._local = threading.local()
-        self._opened: list[sqlite3.Connection] = []
+        # Each open connection with the thread that opened it.
+        self._opened: list[tuple[threading.Thread, sqlite3.Connection]] = []
         self._opened_lock = threading.Lock()
         self._pid = os.getpid()
 
@@ -154,7 +155,14 @@ class SqliteStore(Store):
         except sqlite3.Error as exc:
             raise StoreUnavailable(f"cannot open SQLite database {self.path!r}: {exc}") from exc
         with self._opened_lock:
-            self._opened.append(connection)
+            # The connections of threads that have ended are closed here: kept open, every
+            # short-lived thread that used the store (one per request in some servers) held a
+            # connection and its 64 MiB page cache until the store closed, gigabytes a minute.
+            ended = [c for thread, c in self._opened if not thread.is_alive()]
+            self._opened = [(t, c) for t, c in self._opened if t.is_alive()]
+            self._opened.append((threading.current_thread(), connection))
+        for stale in ended:
+            stale.close()
         return connection
 
     @contextmanager
@@ -600,7 +608,7 @@ class SqliteStore(Store):
             raise StoreError(f"SQLite database {self.path!r} refused: {exc}") from exc
         finally:
             with self._opened_lock:
-                self._opened.remove(connection)
+                self._opened = [(t, c) for t, c in self._opened if c is not connection]
             connection.close()
 
     def next_due_at(
@@ -784,7 +792,7 @@ class SqliteStore(Store):
     def close(self) -> None:
         with self._opened_lock:
             opened, self._opened = self._opened, []
-        for connection in opened:
+        for _, connection in opened:
             connection.close()
         self._local = threading.local()
 
