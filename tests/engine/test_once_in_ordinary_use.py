@@ -342,3 +342,23 @@ def test_listing_schedules_is_filtered_and_paged(make_app: MakeApp, clock: Clock
     assert len(app.schedules(key_prefix="bill:1", limit=None)) == 4
     with pytest.raises(oncely.OncelyError, match="limit"):
         app.schedules(limit=0)
+
+
+def test_planning_ahead_never_turns_an_occurrence_due_now_into_a_misfire(
+    make_app: MakeApp, clock: Clock
+) -> None:
+    """Found by the engine model: materialised ahead to 10:30 at 10:00:01, the 10:00 occurrence
+    was judged against 10:30, "30m late, beyond grace 15m", and skipped."""
+    app = make_app()
+    ran: list[datetime] = []
+
+    @app.job(oncely.every(hours=1))
+    def hourly(run: oncely.Run) -> None:
+        ran.append(run.scheduled_for)
+
+    clock.set(MONDAY - timedelta(minutes=45))
+    app.tick()
+    clock.set(MONDAY + timedelta(seconds=1))
+    _prepare_ahead(app, MONDAY + timedelta(minutes=30))
+    app.tick()
+    assert ran == [MONDAY]

@@ -25,13 +25,22 @@ class Plan:
     next_run_at: datetime | None
 
 
-def plan(trigger: Trigger, next_run_at: datetime, job: Job, now: datetime) -> Plan:
-    """Decide what the occurrences due between ``next_run_at`` and ``now`` (inclusive) become."""
+def plan(
+    trigger: Trigger,
+    next_run_at: datetime,
+    job: Job,
+    now: datetime,
+    ahead_to: datetime | None = None,
+) -> Plan:
+    """Decide what the occurrences due between ``next_run_at`` and ``now`` (inclusive) become,
+    and, with ``ahead_to``, plan the ones after ``now`` until then as pending (materialised
+    ahead: they are not late, whatever the misfire policy says of the past ones)."""
+    until = now if ahead_to is None else max(now, ahead_to)
     limit = job.misfire_limit
     due: list[Instance] = []
     following: Instance | None = None
     for instance in trigger.instances_from(next_run_at):
-        if instance.at > now:
+        if instance.at > until:
             following = instance
             break
         due.append(instance)
@@ -40,13 +49,17 @@ def plan(trigger: Trigger, next_run_at: datetime, job: Job, now: datetime) -> Pl
     unlisted = ""
     if len(due) > limit:
         # Too many to list: keep the newest `limit` and say that earlier ones went unrecorded.
-        due = _newest(trigger, next_run_at, now, limit)
+        due = _newest(trigger, next_run_at, until, limit)
         unlisted = f"; earlier missed occurrences since {next_run_at.isoformat()} are not listed"
-        following = trigger.next_instance_after(now)
+        following = trigger.next_instance_after(until)
     next_at = following.at if following is not None else None
     if not due:
         return Plan([], next_at)
-    planned = _decide(due, trigger, job, now)
+    # Judged by the real now: planned "ahead" to a later time, an occurrence due a moment ago
+    # read as half an hour late and was skipped beyond grace.
+    past = [instance for instance in due if instance.at <= now]
+    ahead = [Planned(instance) for instance in due if instance.at > now]
+    planned = (_decide(past, trigger, job, now) if past else []) + ahead
     if unlisted:
         first = planned[0]
         planned[0] = Planned(first.instance, first.status, (first.reason or "") + unlisted)

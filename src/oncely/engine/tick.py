@@ -189,7 +189,7 @@ class Engine:
                 if schedule.trigger is None:
                     unreadable.append(schedule)
                     continue
-                batch.append(self._plan(schedule, until))
+                batch.append(self._plan(schedule, now, until))
             report.materialised += self.store.materialise_many(batch, now)
             self._stop_invalid(unreadable, now, report)
             if len(due) < _SCHEDULE_BATCH or not fresh:
@@ -213,11 +213,11 @@ class Engine:
                 reasons[(tenant, key)],
             )
 
-    def _plan(self, schedule: Schedule, now: datetime) -> Materialisation:
+    def _plan(self, schedule: Schedule, now: datetime, until: datetime) -> Materialisation:
         job = self.jobs[schedule.job]
         assert schedule.trigger is not None
         assert schedule.next_run_at is not None
-        decided = plan(schedule.trigger, schedule.next_run_at, job, now)
+        decided = plan(schedule.trigger, schedule.next_run_at, job, now, ahead_to=until)
         newest = [p.instance.at for p in decided.planned if p.status == "pending" and
                   p.instance.at <= now]  # fmt: skip
         stale_before = None
