@@ -70,10 +70,11 @@ $(DOCS_STAMP): $(STAMP) pyproject.toml
 docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
-# `make test` runs the fault suite's short version; this is the long one. Its counts are printed
-# in a section at the end.
+# `make test` runs the fault suite's short version; this is the long one, with the engine model's
+# thousands of examples. Its counts are printed in a section at the end.
 faults: $(STAMP)
-	ONCELY_FAULTS=long $(BIN)/pytest tests/faults -m faults $(PYTEST_ARGS)
+	ONCELY_FAULTS=long $(BIN)/pytest tests/faults tests/engine/test_engine_model.py -m faults \
+		$(PYTEST_ARGS)
 
 # The peers (procrastinate, pgqueuer, APScheduler 4), the peer linters and matplotlib live in
 # their own virtualenv: bench-only, never dependencies of oncely.

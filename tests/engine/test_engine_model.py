@@ -40,6 +40,8 @@ from oncely.engine import TickReport
 from oncely.model import Claim
 from oncely.testing import Clock
 
+# Short in `make test`, long (ONCELY_FAULTS=long) in `make faults`, which selects this marker.
+pytestmark = pytest.mark.faults
 LONG = os.environ.get("ONCELY_FAULTS") == "long"
 # Per store: a PostgreSQL example pays for a database of its own (about a second).
 EXAMPLES = {"sqlite": 3000, "postgres": 200} if LONG else {"sqlite": 300, "postgres": 50}
