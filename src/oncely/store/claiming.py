@@ -3,7 +3,7 @@ dialect fetches the rows and writes the result in its own transaction."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -44,6 +44,37 @@ def admit(
             taken.add(candidate.schedule_id)
         admitted.append(candidate)
         if len(admitted) == limit:
+            break
+    return admitted
+
+
+def admit_in_rounds(
+    limit: int,
+    serial: Collection[str],
+    read: Callable[[Sequence[int], bool], tuple[list[Candidate], bool]],
+    settle: Callable[[list[Candidate], list[int]], tuple[list[Candidate], set[int]]],
+) -> list[Candidate]:
+    """The candidates to claim, read in rounds: each round reads the oldest candidates of the
+    schedules no earlier round saw, until ``limit`` are admitted or nothing is left (`ROUNDS` at
+    most). Without rounds, one schedule's backlog filled every claim's limit with rows that
+    could not run while its head ran.
+
+    ``read(seen, first)`` returns a round's candidates (the first round with expired leases
+    too) and whether nothing is left after them. ``settle(candidates, fresh)`` does what the
+    dialect must before admitting: lock the ``fresh`` schedules, skip what overlapped; it
+    returns the candidates still to admit and the busy schedules.
+    """
+    admitted: list[Candidate] = []
+    seen: set[int] = set()
+    for round_ in range(ROUNDS):
+        candidates, exhausted = read(sorted(seen), round_ == 0)
+        if not candidates:
+            break
+        fresh = sorted({c.schedule_id for c in candidates} - seen)
+        seen.update(fresh)
+        kept, busy = settle(candidates, fresh)
+        admitted += admit(kept, serial, busy, limit - len(admitted))
+        if len(admitted) >= limit or exhausted:
             break
     return admitted
 

@@ -461,28 +461,23 @@ class PostgresStore(Store):
         serial_jobs: Collection[str],
         skip: Collection[str],
     ) -> list[Claim]:
-        """Claim expired leases to rerun and occurrences of serial jobs, schedules locked.
+        """Claim expired leases to rerun and occurrences of serial jobs, schedules locked."""
 
-        In rounds: each round reads the oldest candidates of schedules no earlier round saw,
-        until the limit is admitted or nothing is left (`claiming.ROUNDS` at most).
-        """
-        admitted: list[claiming.Candidate] = []
-        seen: set[int] = set()
-        for round_ in range(claiming.ROUNDS):
-            exclude = _bigint_array(sorted(seen))
-            candidates = self._candidates(
+        def read(seen: Sequence[int], first: bool) -> tuple[list[claiming.Candidate], bool]:
+            exclude = _bigint_array(seen)
+            ready = self._candidates(
                 connection, "claim_ready", serial_jobs, now, due, limit, False, exclude
             )
-            exhausted = len(candidates) < limit
-            if round_ == 0:
+            expired = []
+            if first:
                 expired = self._candidates(
                     connection, "claim_expired", reclaim, now, now, limit, True
                 )
-                candidates = [*expired, *candidates]
-            if not candidates:
-                break
-            fresh = sorted({c.schedule_id for c in candidates} - seen)
-            seen.update(fresh)
+            return [*expired, *ready], len(ready) < limit
+
+        def settle(
+            candidates: list[claiming.Candidate], fresh: list[int]
+        ) -> tuple[list[claiming.Candidate], set[int]]:
             ids = _bigint_array(fresh)
             locked = {
                 row["id"] for row in connection.execute(self._sql["lock_schedules"], {"ids": ids})
@@ -506,9 +501,9 @@ class PostgresStore(Store):
                         "now": now,
                     },
                 )
-            admitted += claiming.admit(candidates, serial_jobs, busy, limit - len(admitted))
-            if len(admitted) >= limit or exhausted:
-                break
+            return candidates, busy
+
+        admitted = claiming.admit_in_rounds(limit, serial_jobs, read, settle)
         if not admitted:
             return []
         taken = connection.execute(self._sql["take_fences"], {"count": len(admitted)})

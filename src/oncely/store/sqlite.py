@@ -450,25 +450,23 @@ class SqliteStore(Store):
         serial_jobs: Collection[str],
         skip: Collection[str],
     ) -> list[claiming.Candidate]:
-        """Expired leases to rerun and occurrences of serial jobs to start, in rounds: each
-        round reads the oldest candidates of schedules no earlier round saw, until the limit is
-        admitted or nothing is left (`claiming.ROUNDS` at most)."""
-        admitted: list[claiming.Candidate] = []
-        seen: set[int] = set()
-        for round_ in range(claiming.ROUNDS):
-            candidates = self._candidates(
-                connection, "claim_ready", serial_jobs, now, due, limit, False, sorted(seen)
+        """Expired leases to rerun and occurrences of serial jobs to start
+        (`claiming.admit_in_rounds`); the caller holds the write lock, so nothing is locked."""
+
+        def read(seen: Sequence[int], first: bool) -> tuple[list[claiming.Candidate], bool]:
+            ready = self._candidates(
+                connection, "claim_ready", serial_jobs, now, due, limit, False, seen
             )
-            exhausted = len(candidates) < limit
-            if round_ == 0:
+            expired = []
+            if first:
                 expired = self._candidates(
                     connection, "claim_expired", reclaim, now, now, limit, True
                 )
-                candidates = [*expired, *candidates]
-            if not candidates:
-                break
-            fresh = sorted({c.schedule_id for c in candidates} - seen)
-            seen.update(fresh)
+            return [*expired, *ready], len(ready) < limit
+
+        def settle(
+            candidates: list[claiming.Candidate], fresh: list[int]
+        ) -> tuple[list[claiming.Candidate], set[int]]:
             busy: set[int] = set()
             if any(c.job in serial_jobs for c in candidates):
                 busy = {
@@ -488,10 +486,9 @@ class SqliteStore(Store):
                         "now": to_micros(now),
                     },
                 )
-            admitted += claiming.admit(candidates, serial_jobs, busy, limit - len(admitted))
-            if len(admitted) >= limit or exhausted:
-                break
-        return admitted
+            return candidates, busy
+
+        return claiming.admit_in_rounds(limit, serial_jobs, read, settle)
 
     def _candidates(
         self,
