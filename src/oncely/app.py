@@ -636,8 +636,8 @@ def _schedules(
     after: Schedule | tuple[str | None, str] | None,
     limit: int | None,
 ) -> list[Schedule]:
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise ConfigurationError(f"limit={limit!r} is not a page size; use an int >= 1, or None")
+    if limit is not None:
+        checked_count("limit", limit, least=1)
     if isinstance(after, Schedule):
         after = (after.tenant, after.key)
     elif after is not None and not (
