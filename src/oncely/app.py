@@ -282,7 +282,12 @@ class App:
     # --- running ------------------------------------------------------------------------------
 
     def tick(self) -> TickReport:
-        """Run everything due now, in this process. Raises `TickFailed` naming a failed step."""
+        """Run everything due now, in this process. Raises `TickFailed` naming a failed step.
+
+        The handlers run one after another, claimed in small batches: an occurrence claimed
+        beside a slow handler waits for it, and if that outlasts its lease, another worker
+        takes it over. A service with slow jobs runs `run_worker` (handlers in parallel).
+        """
         return self._the_engine().tick()
 
     def lock(
@@ -590,14 +595,16 @@ def _schedule(
         )
     now = app.now()
     starts_now: datetime | None = None
+    kept: Schedule | None = None
     if isinstance(trigger, RRule):
         if end is not None:
             trigger = trigger.with_end(as_utc(end, "end"))
         if trigger.start is None and trigger.rule.start is None:
-            kept = _stored_start(app, tenant, key, trigger)
+            kept = _same_rule_stored(app, tenant, key, trigger)
             if kept is None:
                 starts_now = now.replace(microsecond=0)
-            trigger = trigger.with_start(kept or starts_now or now)
+            start = kept.trigger.start if kept and isinstance(kept.trigger, RRule) else None
+            trigger = trigger.with_start(start or starts_now or now)
     elif end is not None:
         raise InvalidSchedule(
             f"end= applies to rrule schedules, and this one is {trigger.kind}",
@@ -609,6 +616,10 @@ def _schedule(
         first = next((i.at for i in trigger.instances_from(starts_now)), None)
     else:
         first = trigger.next_after(now)
+    if first is None and kept is not None and kept.job == found.name:
+        # Saved again unchanged once its series ended (code that saves it at each start): that
+        # changes nothing, as saving an unchanged rule does while it still fires.
+        return kept
     if first is None:
         raise InvalidSchedule(
             f"{trigger!r} never fires after {now.isoformat()}",
@@ -668,19 +679,20 @@ def _schedules(
     )
 
 
-def _stored_start(app: App, tenant: str | None, key: str, trigger: RRule) -> datetime | None:
-    """The start the schedule ``key`` already has when it holds this same rule: saving an
+def _same_rule_stored(app: App, tenant: str | None, key: str, trigger: RRule) -> Schedule | None:
+    """The schedule ``key`` when it already holds this same rule, with its start: saving an
     unchanged rule keeps its series (given ``now`` as its start again, FREQ=DAILY saved at 08:00
     and again at 14:37 moved to 14:37)."""
     try:
-        stored = app.store.get_schedule(tenant, key).trigger
+        schedule = app.store.get_schedule(tenant, key)
     except UnknownSchedule:
         return None
+    stored = schedule.trigger
     if not isinstance(stored, RRule) or stored.start is None:
         return None
     if trigger.with_start(stored.start).to_spec() != stored.to_spec():
         return None
-    return stored.start
+    return schedule
 
 
 def _defer(
