@@ -258,7 +258,8 @@ class App:
         """Every tenant's schedules (this app is not bound to one), or only ``tenant``'s, by
         (tenant, key): all of them, or one page of ``limit`` at most, after the schedule ``after``
         (the last of the previous page, or its (tenant, key)), filtered by ``job``, ``status``
-        and ``key_prefix``. Raises `ConfigurationError` for a filter it cannot use."""
+        and ``key_prefix``; unscheduled ones only with ``status="removed"``. Raises
+        `ConfigurationError` for a filter it cannot use."""
         return _schedules(self, tenant, tenant is None, job, status, key_prefix, after, limit)
 
     def history(
@@ -658,8 +659,10 @@ def _schedules(
             f"after={after!r} is not a Schedule or (tenant, key); pass the last schedule of the "
             "previous page"
         )
-    if status is not None and status not in ("active", "ended", "invalid"):
-        raise ConfigurationError(f"status={status!r}: use 'active', 'ended' or 'invalid'")
+    if status is not None and status not in ("active", "ended", "invalid", "removed"):
+        raise ConfigurationError(
+            f"status={status!r}: use 'active', 'ended', 'invalid' or 'removed'"
+        )
     if tenant is not None:
         checked_tenant(tenant)
     if key_prefix is not None:
@@ -740,11 +743,16 @@ def _refuse_before_horizon(app: App, tenant: str | None, key: str, when: datetim
     try:
         stored = app.store.get_schedule(tenant, key).trigger
     except UnknownSchedule:
-        return  # a new timer: nothing of it can have run
-    if isinstance(stored, At) and stored.when == when:
-        return  # unchanged: saving it again changes nothing
+        # An unscheduled timer deferred again is saved anew: one that had run there, was
+        # unscheduled and then pruned ran a second time.
+        removed = app.store.list_schedules(tenant, status="removed", prefix=key, limit=1)
+        if not any(s.key == key for s in removed):
+            return  # a new timer: nothing of it can have run
+    else:
+        if isinstance(stored, At) and stored.when == when:
+            return  # unchanged: saving it again changes nothing
     raise InvalidSchedule(
-        f"timer {key!r} cannot move to {when.isoformat()}: history before "
+        f"timer {key!r} cannot be deferred to {when.isoformat()}: history before "
         f"{horizon.isoformat()} has been pruned (retention), so oncely cannot tell whether it "
         "already ran then",
         hint="defer it at a later time, or under a new key",

@@ -325,6 +325,33 @@ def test_a_deferred_timer_that_ran_stays_done_after_its_history_is_pruned(
     assert len(ran) == 1
 
 
+def test_a_timer_that_ran_then_was_unscheduled_never_runs_again_after_a_prune(
+    make_app: MakeApp, clock: Clock
+) -> None:
+    """Found by the engine model: unscheduled after it ran, then pruned, the same key and time
+    deferred again ran a second time with the same idempotency key."""
+    app = make_app()
+    ran: list[str] = []
+
+    @app.job()
+    def remind(run: oncely.Run) -> None:
+        ran.append(run.idempotency_key)
+
+    app.defer(remind, at=MONDAY, key="remind:42")
+    clock.set(MONDAY)
+    app.tick()
+    app.unschedule("remind:42")
+    _prune_everything_finished(app, clock)
+    with pytest.raises(oncely.InvalidSchedule, match="has been pruned"):
+        app.defer(remind, at=MONDAY, key="remind:42")
+    app.tick()
+    assert len(ran) == 1
+    app.defer(remind, at=clock() + timedelta(hours=1), key="remind:42")  # a later time is fine
+    clock.advance(hours=1)
+    app.tick()
+    assert len(ran) == 2
+
+
 def test_backfill_never_reruns_an_occurrence_whose_history_was_pruned(
     make_app: MakeApp, clock: Clock
 ) -> None:
@@ -397,6 +424,9 @@ def test_listing_schedules_is_filtered_and_paged(make_app: MakeApp, clock: Clock
     assert [s.key for s in acme] == [f"remind:{n:02d}" for n in range(5)]
     assert {s.job for s in app.schedules(key_prefix="bill:1", limit=None)} == {"bill"}
     assert len(app.schedules(key_prefix="bill:1", limit=None)) == 4
+    app.unschedule("bill:05")
+    assert (None, "bill:05") not in {(s.tenant, s.key) for s in app.schedules()}
+    assert [(s.tenant, s.key) for s in app.schedules(status="removed")] == [(None, "bill:05")]
     with pytest.raises(oncely.OncelyError, match="limit"):
         app.schedules(limit=0)
 
