@@ -3,7 +3,10 @@ later one, and the ones that went stale there.
 
 ``bench/lint_replay.txt`` lists, per project, an older and a later commit of its history and the
 suppressions a maintainer adopting ``oncely lint`` at the older one would write: one
-``path:line CODE -- reason`` per finding that is a justified exception there. For each project:
+``path:line CODE -- reason`` per finding that is a justified exception there (or a false alarm
+they silenced). A project line ending in ``oncely=<revision>`` has the older commit linted by
+oncely as it was at that revision of this repository (its ``src`` extracted under ``--root``),
+so the same code can be replayed across a linter upgrade. For each project:
 
 1. the older commit is linted as bench/lint_corpus.py lints a corpus project (same
    ``bench/lint_corpus_config/<owner+name>.toml``); each listed suppression must name a finding
@@ -11,7 +14,9 @@ suppressions a maintainer adopting ``oncely lint`` at the older one would write:
 2. a commit on top of it appends ``# oncely: allow CODE -- reason`` to those lines, and
    ``git merge-tree`` merges it with the later commit, as a rebase would: a suppression travels
    with its line, through edits and renames around it; a file whose merge conflicts keeps the
-   later commit's text and its suppressions count as dropped (a person would re-judge them);
+   later commit's text, and each of its suppressions goes back on the line that reads as its
+   old line did (by its context when several do), as a person resolving the conflict would
+   put it, or is dropped when no line does (its code was rewritten or removed);
 3. the merged tree is linted: its ONC002 findings are the suppressions that silence nothing any
    more, matched against ``bench/lint_replay_judged.txt`` (the corpus's judgment format).
 
