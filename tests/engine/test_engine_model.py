@@ -83,6 +83,9 @@ class Timer:
     due_ticked: bool = False
 
 
+FUTURE = Timer(datetime.max.replace(tzinfo=UTC))
+
+
 @dataclass
 class World:
     """The log the handlers write, shared by both apps."""
@@ -179,11 +182,18 @@ class EngineModel(RuleBasedStateMachine):
 
     @rule(
         tenant=st.sampled_from(TENANTS),
-        key=st.sampled_from(KEYS),
+        key=st.sampled_from((*KEYS, None)),
         slot=SLOTS,
     )
-    def defer(self, tenant: str | None, key: str, slot: int) -> None:
-        self._defer((tenant, f"timer:{key}:{self.ns}"), self.origin + slot * SLOT)
+    def defer(self, tenant: str | None, key: str | None, slot: int) -> None:
+        """Defer a timer by its key, or one without a key (``None``)."""
+        at = self.origin + slot * SLOT
+        if key is not None:
+            self._defer((tenant, f"timer:{key}:{self.ns}"), at)
+            return
+        saved = self._scope(tenant).defer(self.job_name, at=at)
+        self.keyless[saved.key] = self.clock()
+        self.timers[(tenant, saved.key)] = Timer(at)
 
     @rule(index=st.integers(0, 20), back=st.integers(0, 3))
     def defer_again(self, index: int, back: int) -> None:
@@ -278,15 +288,13 @@ class EngineModel(RuleBasedStateMachine):
         with contextlib.suppress(oncely.UnknownSchedule):
             self._scope(tenant).trigger(name)
 
-    @rule(tenant=st.sampled_from(TENANTS))
-    def save_buffered(self, tenant: str | None) -> None:
+    @rule(tenant=st.sampled_from(TENANTS), slow=st.booleans())
+    def save_buffered(self, tenant: str | None, slow: bool) -> None:
+        """Save the buffer_one schedule; with ``slow``, its next run takes SLOW_RUN."""
         self._scope(tenant).schedule(
             self.buffered_name, oncely.every(hours=1), key=f"buffered:{self.ns}"
         )
-
-    @rule()
-    def next_buffered_run_is_slow(self) -> None:
-        self.world.slow_next = True
+        self.world.slow_next = self.world.slow_next or slow
 
     @rule(tenant=st.sampled_from(TENANTS))
     def save_rule(self, tenant: str | None) -> None:
@@ -303,18 +311,16 @@ class EngineModel(RuleBasedStateMachine):
             start + timedelta(hours=n) for n in range(3)
         ], shown.output
 
-    @rule(slot=SLOTS)
-    def defer_keyless(self, slot: int) -> None:
-        at = self.origin + slot * SLOT
-        saved = self.apps[0].defer(self.job_name, at=at)
-        self.keyless[saved.key] = self.clock()
-        self.timers[(None, saved.key)] = Timer(at)
-
     @precondition(lambda self: self.postgres)
-    @rule(which=st.integers(0, 1), key=st.sampled_from(KEYS), slot=SLOTS)
-    def edit_while_a_claim_holds_its_rows(self, which: int, key: str, slot: int) -> None:
-        """A person moves a timer while a worker's claim, under way, holds the rows it took."""
-        named: tuple[str | None, str] = (None, f"timer:{key}:{self.ns}")
+    @rule(which=st.integers(0, 1), index=st.integers(0, 20), slot=SLOTS)
+    def edit_while_a_claim_holds_its_rows(self, which: int, index: int, slot: int) -> None:
+        """A person moves a due timer while a worker's claim, under way, holds the rows it
+        took."""
+        now = self.clock()
+        due = [n for n in sorted(self.times_of, key=_order) if self.timers.get(n, FUTURE).at <= now]
+        if not due:
+            return
+        named = due[index % len(due)]
         store = self.apps[which].store
         choose: Callable[..., object] = store._candidates  # type: ignore[attr-defined]
         editor = threading.Thread(target=self._defer_reporting, args=(named, slot))
@@ -579,7 +585,7 @@ def test_the_engine_keeps_its_invariants_through_random_interleavings(
 
     OnThisStore.TestCase.settings = settings(
         max_examples=int(EXAMPLES_SET) if EXAMPLES_SET else EXAMPLES[store],
-        stateful_step_count=40,
+        stateful_step_count=50,
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
     )
