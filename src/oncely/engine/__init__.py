@@ -2,6 +2,23 @@
 
 from __future__ import annotations
 
+from oncely.engine.describe import (
+    OVERDUE_AFTER,
+    ago,
+    explain_cron,
+    instance_document,
+    is_overdue,
+    iso_utc,
+    json_value,
+    occurrence_document,
+    printable,
+    schedule_document,
+    schedule_state,
+    summary,
+    trigger_text,
+    worker_seen_at,
+    worker_words,
+)
 from oncely.engine.explain import Explanation
 from oncely.engine.job import (
     DEFAULT_GRACE,
@@ -20,6 +37,7 @@ __all__ = [
     "DEFAULT_LEASE",
     "DEFAULT_MISFIRE_LIMIT",
     "DEFAULT_RETRIES",
+    "OVERDUE_AFTER",
     "Delivery",
     "Engine",
     "Explanation",
@@ -27,5 +45,19 @@ __all__ = [
     "Misfire",
     "Run",
     "TickReport",
+    "ago",
+    "explain_cron",
+    "instance_document",
+    "is_overdue",
+    "iso_utc",
+    "json_value",
+    "occurrence_document",
+    "printable",
+    "schedule_document",
+    "schedule_state",
+    "summary",
+    "trigger_text",
     "worker_id",
+    "worker_seen_at",
+    "worker_words",
 ]

@@ -377,6 +377,16 @@ class Store(ABC):
         never seen); return it and the version applied last (None: none ever was)."""
 
     @abstractmethod
+    def code_versions(self, limit: int = 20) -> list[CodeVersion]:
+        """Return the code versions workers have run, the one seen last first (then by
+        fingerprint), at most ``limit``: when ``last_seen_at`` is old, no worker is running."""
+
+    @abstractmethod
+    def leases(self, limit: int = 1000) -> list[Lease]:
+        """Return the named leases on record by name, at most ``limit``: held ones and expired
+        ones not yet taken again (a lease released is gone). Locks and housekeeping both."""
+
+    @abstractmethod
     def mark_code_applied(self, fingerprint: str, now: datetime) -> None:
         """Record that ``fingerprint``'s declarations were applied to the schedules at ``now``."""
 

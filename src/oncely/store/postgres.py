@@ -743,6 +743,17 @@ class PostgresStore(Store):
         with self._connect() as connection:
             connection.execute(self._sql["insert_sweep"], housekeeping.sweep_params(sweep))
 
+    def code_versions(self, limit: int = 20) -> list[CodeVersion]:
+        with self._connect() as connection:
+            rows = connection.execute(self._sql["list_code_versions"], {"limit": limit}).fetchall()
+        return [CodeVersion(**row) for row in rows]
+
+    def leases(self, limit: int = 1000) -> list[Lease]:
+        with self._connect() as connection:
+            params = {"limit": limit, "released": housekeeping.RELEASED}
+            rows = connection.execute(self._sql["list_leases"], params).fetchall()
+        return [housekeeping.lease(row) for row in rows]
+
     def sweeps(self, limit: int = 20) -> list[Sweep]:
         with self._connect() as connection:
             rows = connection.execute(self._sql["select_sweeps"], {"limit": limit}).fetchall()

@@ -704,6 +704,18 @@ class SqliteStore(Store):
         with self._write() as connection:
             connection.execute(self._sql["insert_sweep"], _bind(housekeeping.sweep_params(sweep)))
 
+    def code_versions(self, limit: int = 20) -> list[CodeVersion]:
+        with self._connect() as connection:
+            cursor = connection.execute(self._sql["list_code_versions"], {"limit": limit})
+            found = [_values(cursor, row) for row in cursor.fetchall()]
+        return [CodeVersion(**row) for row in found]
+
+    def leases(self, limit: int = 1000) -> list[Lease]:
+        with self._connect() as connection:
+            params = _bind({"limit": limit, "released": housekeeping.RELEASED})
+            cursor = connection.execute(self._sql["list_leases"], params)
+            return [housekeeping.lease(_values(cursor, row)) for row in cursor.fetchall()]
+
     def sweeps(self, limit: int = 20) -> list[Sweep]:
         with self._connect() as connection:
             cursor = connection.execute(self._sql["select_sweeps"], {"limit": limit})

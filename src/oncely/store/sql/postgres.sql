@@ -553,6 +553,16 @@ WHERE applied_at IS NOT NULL
 ORDER BY applied_at DESC, first_seen_at DESC
 LIMIT 1;
 
+-- name: list_code_versions
+SELECT fingerprint, first_seen_at, last_seen_at, applied_at FROM oncely_code_versions
+ORDER BY last_seen_at DESC, fingerprint
+LIMIT %(limit)s;
+
+-- name: list_leases
+-- A released lease keeps its row (see release_lease), expiring at released: not listed.
+SELECT name, owner, token, expires_at FROM oncely_leases WHERE expires_at > %(released)s
+ORDER BY name LIMIT %(limit)s;
+
 -- name: mark_code_applied
 UPDATE oncely_code_versions SET applied_at = %(now)s WHERE fingerprint = %(fingerprint)s;
 

@@ -1,0 +1,36 @@
+"""Store contract, the listings that the CLI and the dashboard read: code versions by when a
+worker last ran them, and every named lease with its holder and expiry."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from oncely.store import Store
+
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+MINUTE = timedelta(minutes=1)
+
+
+def test_code_versions_are_listed_last_seen_first(store: Store) -> None:
+    assert store.code_versions() == []
+    store.see_code_version("aaaa", NOW - 3 * MINUTE)
+    store.see_code_version("bbbb", NOW - 2 * MINUTE)
+    store.see_code_version("aaaa", NOW)  # seen again: last seen now, first seen as before
+    listed = store.code_versions()
+    assert [(v.fingerprint, v.first_seen_at, v.last_seen_at) for v in listed] == [
+        ("aaaa", NOW - 3 * MINUTE, NOW),
+        ("bbbb", NOW - 2 * MINUTE, NOW - 2 * MINUTE),
+    ]
+    assert [v.fingerprint for v in store.code_versions(limit=1)] == ["aaaa"]
+
+
+def test_leases_lists_held_and_expired_leases_by_name(store: Store) -> None:
+    assert store.leases() == []
+    held = store.acquire_lease("z-export", "host#1", 10 * MINUTE, NOW)
+    stale = store.acquire_lease("a-report", "host#2", MINUTE, NOW - 5 * MINUTE)
+    assert held is not None
+    assert stale is not None
+    assert store.leases() == [stale, held]  # expired ones too: a stale lock is worth seeing
+    assert store.release_lease(stale)
+    assert store.leases() == [held]
+    assert store.leases(limit=0) == []
