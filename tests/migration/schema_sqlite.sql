@@ -1,3 +1,9 @@
+-- index oncely_actions_at
+CREATE INDEX oncely_actions_at ON oncely_actions (tenant, at, id);
+
+-- index oncely_actions_schedule
+CREATE INDEX oncely_actions_schedule ON oncely_actions (tenant, key, at, id);
+
 -- index oncely_occurrences_claimable
 CREATE INDEX oncely_occurrences_claimable ON oncely_occurrences (run_after, id)
     WHERE status IN ('pending', 'retrying');
@@ -23,6 +29,18 @@ CREATE INDEX oncely_schedules_keyless_done ON oncely_schedules (updated_at)
 
 -- index oncely_sweeps_finished
 CREATE INDEX oncely_sweeps_finished ON oncely_sweeps (finished_at, id);
+
+-- table oncely_actions
+CREATE TABLE oncely_actions (
+    id     INTEGER PRIMARY KEY,
+    at     integer NOT NULL,
+    tenant text    NOT NULL DEFAULT '',
+    key    text    NOT NULL,
+    action text    NOT NULL,
+    actor  text    NOT NULL,
+    reason text    NOT NULL DEFAULT '',
+    detail text
+) STRICT;
 
 -- table oncely_code_versions
 CREATE TABLE oncely_code_versions (

@@ -22,6 +22,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from oncely.errors import StoreError, StoreUnavailable
 from oncely.model import (
     Abandoned,
+    Action,
     Claim,
     CodeVersion,
     Failure,
@@ -742,6 +743,26 @@ class PostgresStore(Store):
     def record_sweep(self, sweep: Sweep) -> None:
         with self._connect() as connection:
             connection.execute(self._sql["insert_sweep"], housekeeping.sweep_params(sweep))
+
+    def retry_failed(
+        self, tenant: str | None, key: str, scheduled_for: datetime, now: datetime
+    ) -> bool:
+        params = {"tenant": tenant_column(tenant), "key": key, "scheduled_for": scheduled_for}
+        with self._connect() as connection:
+            found = connection.execute(self._sql["retry_failed"], {**params, "now": now}).fetchone()
+            if found is not None:
+                connection.execute(self._sql["notify_change"])
+        return found is not None
+
+    def record_action(self, action: Action) -> None:
+        with self._connect() as connection:
+            connection.execute(self._sql["insert_action"], housekeeping.action_params(action))
+
+    def actions(self, tenant: str | None, key: str | None, limit: int = 50) -> list[Action]:
+        params = {"tenant": tenant_column(tenant), "key": key, "limit": limit}
+        with self._connect() as connection:
+            rows = connection.execute(self._sql["select_actions"], params).fetchall()
+        return [housekeeping.action(row) for row in rows]
 
     def code_versions(self, limit: int = 20) -> list[CodeVersion]:
         with self._connect() as connection:

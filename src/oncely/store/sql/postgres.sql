@@ -602,3 +602,23 @@ UPDATE oncely_occurrences
 SET status = 'failed', finished_at = %(now)s, lease_owner = NULL, lease_expires_at = NULL,
     error = %(error)s
 WHERE id = %(id)s AND status = 'running' AND fence = %(fence)s;
+
+-- name: insert_action
+INSERT INTO oncely_actions (at, tenant, key, action, actor, reason, detail)
+VALUES (%(at)s, %(tenant)s, %(key)s, %(action)s, %(actor)s, %(reason)s, %(detail)s);
+
+-- name: select_actions
+-- One schedule's actions (%(key)s given) or every one of the tenant's (%(key)s NULL).
+SELECT at, tenant, key, action, actor, reason, detail FROM oncely_actions
+WHERE tenant = %(tenant)s AND (%(key)s::text IS NULL OR key = %(key)s)
+ORDER BY at DESC, id DESC
+LIMIT %(limit)s;
+
+-- name: retry_failed
+-- A person gives a failed occurrence one more attempt; it keeps its attempts and its last error
+-- until that attempt books its own outcome. Anything but failed is left alone.
+UPDATE oncely_occurrences
+SET status = 'retrying', run_after = %(now)s
+WHERE schedule_id = (SELECT id FROM oncely_schedules WHERE tenant = %(tenant)s AND key = %(key)s)
+  AND scheduled_for = %(scheduled_for)s AND status = 'failed'
+RETURNING id;

@@ -554,3 +554,23 @@ UPDATE oncely_occurrences
 SET status = 'failed', finished_at = :now, lease_owner = NULL, lease_expires_at = NULL,
     error = :error
 WHERE id = :id AND status = 'running' AND fence = :fence;
+
+-- name: insert_action
+INSERT INTO oncely_actions (at, tenant, key, action, actor, reason, detail)
+VALUES (:at, :tenant, :key, :action, :actor, :reason, :detail);
+
+-- name: select_actions
+-- One schedule's actions (:key given) or every one of the tenant's (:key NULL).
+SELECT at, tenant, key, action, actor, reason, detail FROM oncely_actions
+WHERE tenant = :tenant AND (:key IS NULL OR key = :key)
+ORDER BY at DESC, id DESC
+LIMIT :limit;
+
+-- name: retry_failed
+-- A person gives a failed occurrence one more attempt; it keeps its attempts and its last error
+-- until that attempt books its own outcome. Anything but failed is left alone.
+UPDATE oncely_occurrences
+SET status = 'retrying', run_after = :now
+WHERE schedule_id = (SELECT id FROM oncely_schedules WHERE tenant = :tenant AND key = :key)
+  AND scheduled_for = :scheduled_for AND status = 'failed'
+RETURNING id;
