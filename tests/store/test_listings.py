@@ -34,3 +34,16 @@ def test_leases_lists_held_and_expired_leases_by_name(store: Store) -> None:
     assert store.release_lease(stale)
     assert store.leases() == [held]
     assert store.leases(limit=0) == []
+
+
+def test_job_counts_counts_the_schedules_of_each_job_not_removed(store: Store) -> None:
+    from oncely.recurrence import every
+
+    assert store.job_counts() == {}
+    for tenant, key, job in ((None, "a", "report"), ("acme", "a", "report"), (None, "b", "sync")):
+        store.save_schedule(
+            tenant=tenant, key=key, job=job, origin="api", trigger=every(minutes=5),
+            payload=None, next_run_at=NOW, now=NOW,
+        )  # fmt: skip
+    store.remove_schedule(None, "b", NOW)
+    assert store.job_counts() == {"report": 2}

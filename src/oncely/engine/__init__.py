@@ -29,7 +29,7 @@ from oncely.engine.job import (
     Job,
     Misfire,
 )
-from oncely.engine.run import Run
+from oncely.engine.run import Run, idempotency_key
 from oncely.engine.tick import Engine, TickReport, worker_id
 
 __all__ = [
@@ -47,6 +47,7 @@ __all__ = [
     "TickReport",
     "ago",
     "explain_cron",
+    "idempotency_key",
     "instance_document",
     "is_overdue",
     "iso_utc",

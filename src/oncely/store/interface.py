@@ -378,6 +378,11 @@ class Store(ABC):
         never seen); return it and the version applied last (None: none ever was)."""
 
     @abstractmethod
+    def job_counts(self) -> dict[str, int]:
+        """Return how many schedules (of every tenant, not removed) run each job, by job name;
+        a job no schedule runs is not in it."""
+
+    @abstractmethod
     def retry_failed(
         self, tenant: str | None, key: str, scheduled_for: datetime, now: datetime
     ) -> bool:

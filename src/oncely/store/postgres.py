@@ -744,6 +744,11 @@ class PostgresStore(Store):
         with self._connect() as connection:
             connection.execute(self._sql["insert_sweep"], housekeeping.sweep_params(sweep))
 
+    def job_counts(self) -> dict[str, int]:
+        with self._connect() as connection:
+            rows = connection.execute(self._sql["job_counts"]).fetchall()
+        return {row["job"]: row["schedules"] for row in rows}
+
     def retry_failed(
         self, tenant: str | None, key: str, scheduled_for: datetime, now: datetime
     ) -> bool:

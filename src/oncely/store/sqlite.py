@@ -705,6 +705,11 @@ class SqliteStore(Store):
         with self._write() as connection:
             connection.execute(self._sql["insert_sweep"], _bind(housekeeping.sweep_params(sweep)))
 
+    def job_counts(self) -> dict[str, int]:
+        with self._connect() as connection:
+            rows = connection.execute(self._sql["job_counts"]).fetchall()
+        return {job: count for job, count in rows}
+
     def retry_failed(
         self, tenant: str | None, key: str, scheduled_for: datetime, now: datetime
     ) -> bool:

@@ -622,3 +622,6 @@ SET status = 'retrying', run_after = %(now)s
 WHERE schedule_id = (SELECT id FROM oncely_schedules WHERE tenant = %(tenant)s AND key = %(key)s)
   AND scheduled_for = %(scheduled_for)s AND status = 'failed'
 RETURNING id;
+
+-- name: job_counts
+SELECT job, count(*) AS schedules FROM oncely_schedules WHERE status <> 'removed' GROUP BY job;

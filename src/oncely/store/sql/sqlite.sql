@@ -574,3 +574,6 @@ SET status = 'retrying', run_after = :now
 WHERE schedule_id = (SELECT id FROM oncely_schedules WHERE tenant = :tenant AND key = :key)
   AND scheduled_for = :scheduled_for AND status = 'failed'
 RETURNING id;
+
+-- name: job_counts
+SELECT job, count(*) AS schedules FROM oncely_schedules WHERE status <> 'removed' GROUP BY job;
