@@ -139,15 +139,15 @@ class Pages:
         refused = cross_site(request)
         if refused is not None:
             return _text(403, f"refused: a cross-site request ({refused})")
-        form = await request.form()
-        fields = {name: str(value) for name, value in form.items()}
-        if not token_matches(visitor, fields.get("csrf") or request.headers.get("x-oncely-token")):
-            return _text(403, "refused: the form's token is missing or not yours; reload the page")
         target, action = _target(segments)
         if action not in ACTIONS or target is None:
             return _text(404, "no such action")
         if not visitor.may(action):
             return _text(403, f"refused: {visitor.name} is not granted {action!r}")
+        form = await request.form()
+        fields = {name: str(value) for name, value in form.items()}
+        if not token_matches(visitor, fields.get("csrf") or request.headers.get("x-oncely-token")):
+            return _text(403, "refused: the form's token is missing or not yours; reload the page")
         tenant = request.query_params.get("tenant") or None
         outcome = await run_in_threadpool(
             perform, self.app, visitor.name, action, target, tenant, fields
