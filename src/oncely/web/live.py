@@ -25,6 +25,11 @@ class Changes:
         """Whether changes are pushed (PostgreSQL); False: pages poll (SQLite)."""
         return self._store.dialect == "postgres"
 
+    def touch(self) -> None:
+        """Tell every open stream something changed: an action this process took, which the
+        store notices only when it makes something due sooner (not a pause)."""
+        self._on_change()
+
     def _on_change(self) -> None:  # on the watch's thread
         with self._lock:
             self.version += 1

@@ -156,6 +156,7 @@ class Pages:
             return self.page(request, visitor, "backfill", outcome.preview)
         if outcome.status != 200:
             return self.message(request, visitor, outcome.status, outcome.message)
+        self.changes.touch()
         where = outcome.back or "/"
         query = urlencode({"tenant": tenant} if tenant else {})
         location = f"{request.scope.get('root_path', '')}{where}{'?' + query if query else ''}"
