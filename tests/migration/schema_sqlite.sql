@@ -19,6 +19,9 @@ CREATE INDEX oncely_occurrences_in_progress ON oncely_occurrences (schedule_id)
 CREATE INDEX oncely_occurrences_leased ON oncely_occurrences (lease_expires_at)
     WHERE status = 'running';
 
+-- index oncely_occurrences_recent
+CREATE INDEX oncely_occurrences_recent ON oncely_occurrences (scheduled_for, id);
+
 -- index oncely_schedules_due
 CREATE INDEX oncely_schedules_due ON oncely_schedules (next_run_at)
     WHERE status = 'active' AND paused = 0 AND next_run_at IS NOT NULL;

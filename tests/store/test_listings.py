@@ -47,3 +47,29 @@ def test_job_counts_counts_the_schedules_of_each_job_not_removed(store: Store) -
         )  # fmt: skip
     store.remove_schedule(None, "b", NOW)
     assert store.job_counts() == {"report": 2}
+
+
+def test_running_lists_the_occurrences_under_a_lease_by_lease_expiry(store: Store) -> None:
+    from oncely.model import Planned
+    from oncely.recurrence import at
+
+    assert store.running() == []
+    for n, key in enumerate(("b", "a", "c")):
+        when = NOW - timedelta(minutes=n + 1)
+        instance = at(when).next_instance_after(when - timedelta(microseconds=1))
+        assert instance is not None
+        store.save_schedule(
+            tenant="acme" if key == "c" else None, key=key, job="report", origin="api",
+            trigger=at(when), payload=None, next_run_at=None, now=NOW,
+            occurrences=[Planned(instance, origin="defer")],
+        )  # fmt: skip
+    claims = store.claim_due(
+        owner="host#1", lease=timedelta(minutes=5), limit=2, now=NOW, jobs=["report"],
+        reclaim=[], serial=[],
+    )  # fmt: skip
+    assert len(claims) == 2
+    running = store.running()
+    assert sorted(o.key for o in running) == sorted(c.key for c in claims)
+    assert all(o.status == "running" and o.worker == "host#1" for o in running)
+    assert [o.lease_expires_at for o in running] == sorted(o.lease_expires_at for o in running)
+    assert store.running(limit=1) == running[:1]

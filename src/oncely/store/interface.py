@@ -378,6 +378,11 @@ class Store(ABC):
         never seen); return it and the version applied last (None: none ever was)."""
 
     @abstractmethod
+    def running(self, limit: int = 1000) -> list[Occurrence]:
+        """Return every tenant's ``running`` occurrences (under a lease, held by ``worker``
+        until ``lease_expires_at``), the soonest expiry first, at most ``limit``."""
+
+    @abstractmethod
     def job_counts(self) -> dict[str, int]:
         """Return how many schedules (of every tenant, not removed) run each job, by job name;
         a job no schedule runs is not in it."""

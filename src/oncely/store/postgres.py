@@ -744,6 +744,11 @@ class PostgresStore(Store):
         with self._connect() as connection:
             connection.execute(self._sql["insert_sweep"], housekeeping.sweep_params(sweep))
 
+    def running(self, limit: int = 1000) -> list[Occurrence]:
+        with self._connect() as connection:
+            rows = connection.execute(self._sql["select_running"], {"limit": limit}).fetchall()
+        return [records.occurrence(row) for row in rows]
+
     def job_counts(self) -> dict[str, int]:
         with self._connect() as connection:
             rows = connection.execute(self._sql["job_counts"]).fetchall()

@@ -705,6 +705,11 @@ class SqliteStore(Store):
         with self._write() as connection:
             connection.execute(self._sql["insert_sweep"], _bind(housekeeping.sweep_params(sweep)))
 
+    def running(self, limit: int = 1000) -> list[Occurrence]:
+        with self._connect() as connection:
+            cursor = connection.execute(self._sql["select_running"], {"limit": limit})
+            return [records.occurrence(_values(cursor, row)) for row in cursor.fetchall()]
+
     def job_counts(self) -> dict[str, int]:
         with self._connect() as connection:
             rows = connection.execute(self._sql["job_counts"]).fetchall()

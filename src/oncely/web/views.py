@@ -38,7 +38,7 @@ def overview(app: App) -> dict[str, Any]:
     return {
         "now": now,
         "worker_seen_at": worker_seen_at(versions),
-        "running": [_row(o, now) for o in app.history(status="running", limit=20)],
+        "running": [_row(o, now) for o in app.store.running(20)],
         "latest": [_row(o, now) for o in app.history(limit=20)],
         "failures": [_row(o, now) for o in app.history(status="failed", limit=10)],
         "locks_held": sum(lease.expires_at > now for lease in leases),
@@ -127,7 +127,7 @@ def workers(app: App) -> dict[str, Any]:
     """The workers: what runs where now, the code versions workers run and when each was last
     seen, and the last housekeeping sweeps."""
     now = app.now()
-    running = app.history(status="running", limit=1000)
+    running = app.store.running(1000)
     by_worker: dict[str, list[Occurrence]] = {}
     for o in running:
         by_worker.setdefault(o.worker or "?", []).append(o)

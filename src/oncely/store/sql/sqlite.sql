@@ -577,3 +577,15 @@ RETURNING id;
 
 -- name: job_counts
 SELECT job, count(*) AS schedules FROM oncely_schedules WHERE status <> 'removed' GROUP BY job;
+
+-- name: select_running
+-- Every tenant's occurrences under a lease now, soonest expiry first. 'running' is written in,
+-- not bound: only so is the partial index oncely_occurrences_leased used, and history's
+-- catch-all query for status 'running' read the whole table when nothing ran.
+SELECT s.key, o.tenant, o.scheduled_for, o.status, o.attempts, o.started_at, o.finished_at,
+    o.worker, o.error, o.reason, o.local_wall, o.fold, o.dst_note, o.ordinal, o.origin, o.run_after,
+    o.lease_expires_at
+FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
+WHERE o.status = 'running'
+ORDER BY o.lease_expires_at, o.id
+LIMIT :limit;

@@ -12,3 +12,9 @@ CREATE TABLE oncely_actions (
 ) STRICT;
 CREATE INDEX oncely_actions_schedule ON oncely_actions (tenant, key, at, id);
 CREATE INDEX oncely_actions_at ON oncely_actions (tenant, at, id);
+
+-- Newest first across every tenant, as the dashboard's front page lists them: without it the
+-- latest 20 of a million occurrences took a full sort (over a second). Built in the migration's
+-- transaction, which holds back writes to occurrences while it builds (about a second per
+-- million rows).
+CREATE INDEX oncely_occurrences_recent ON oncely_occurrences (scheduled_for, id);
