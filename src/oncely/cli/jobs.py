@@ -83,7 +83,7 @@ def jobs(
         Column("key", "cut", 24),
         Column("job", "cut", 12),
         Column("next run (UTC)"),
-        Column("state", "cut", 8),
+        Column("state", "cut", 11),
         *([Column("tenant", "cut", 10)] if show_tenant else []),
         Column("trigger", "wide"),
     ]
