@@ -230,3 +230,21 @@ def test_a_page_refreshes_itself_when_the_store_changes(page: Page, site: Any) -
         oncely.model.Action(clock.now, "digest", None, "trigger", "cli", "from a script")
     )
     expect(page.locator("#actions")).to_contain_text("from a script", timeout=10_000)
+
+
+def test_a_hidden_tab_does_not_refresh_until_shown_again(page: Page, site: Any) -> None:
+    app, clock, base = site
+    page.goto(base + "/schedules/beat")
+    hide = """hidden => {
+        Object.defineProperty(document, "hidden", {value: hidden, configurable: true});
+        document.dispatchEvent(new Event("visibilitychange"));
+    }"""
+    page.evaluate(hide, True)
+    clock.now += timedelta(minutes=1)
+    app.store.record_action(
+        oncely.model.Action(clock.now, "beat", None, "pause", "cli", "while hidden")
+    )
+    page.wait_for_timeout(6_500)  # longer than the 5 s poll
+    expect(page.locator("#actions")).not_to_contain_text("while hidden")
+    page.evaluate(hide, False)
+    expect(page.locator("#actions")).to_contain_text("while hidden", timeout=3_000)
