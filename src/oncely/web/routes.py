@@ -210,7 +210,7 @@ def _target(segments: list[str]) -> tuple[str | None, str | None]:
 
 def _from_loopback(request: Request) -> bool:
     client = request.client
-    return client is None or is_loopback(client.host) or client.host == "testclient"
+    return client is None or is_loopback(client.host)
 
 
 def _time(text: str) -> datetime:
