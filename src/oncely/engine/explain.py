@@ -53,7 +53,7 @@ class Explanation:
         if s.paused:
             return f"paused{f' ({s.status_reason})' if s.status_reason else ''}; resume() starts it"
         if self.overdue and s.next_run_at is not None:
-            return f"active, but overdue since {iso_utc(s.next_run_at)}: {self.worker_state}"
+            return f"active, but overdue since {iso_utc(s.next_run_at)}: no worker has taken it"
         return "active"
 
     @property
