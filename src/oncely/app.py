@@ -821,6 +821,7 @@ def _explain(app: App, tenant: str | None, key: str, upcoming: int, recent: int)
         upcoming=next_instances,
         recent=app.store.history(tenant, key=key, limit=recent),
         running=app.store.history(tenant, key=key, status="running", limit=recent),
+        worker_seen_at=max((v.last_seen_at for v in app.store.code_versions(1)), default=None),
     )
 
 

@@ -217,3 +217,18 @@ class CodeVersion:
     first_seen_at: datetime
     last_seen_at: datetime
     applied_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """Something a person did to schedule (tenant, key) by hand, at ``at``: ``action`` is what
+    (``trigger``, ``pause``, ``resume``, ``backfill``, ``retry``, ``release``), ``actor`` who,
+    ``reason`` why (empty when not given) and ``detail`` what came of it."""
+
+    at: datetime
+    key: str
+    tenant: str | None
+    action: str
+    actor: str
+    reason: str = ""
+    detail: str | None = None

@@ -28,7 +28,9 @@ def test_report_is_the_explanations_text(cli: CliApp) -> None:
     done = cli.invoke("explain", "sync", "-n", "2")
     assert done.code == 0, done.stderr
     assert done.stdout == str(cli.app.explain("sync", upcoming=2)) + "\n"
-    assert done.stdout.startswith("sync: job sync, every(seconds=600), active\nnext:\n")
+    assert done.stdout.startswith(
+        "sync: job sync, every 10 minutes, active\nworkers: worker last seen 2026-03-27T12:10:00Z"
+    )
     assert "failed" in done.stdout
 
 

@@ -1,3 +1,23 @@
+CREATE TABLE public.oncely_actions (
+    id bigint NOT NULL,
+    at timestamp with time zone NOT NULL,
+    tenant text DEFAULT ''::text NOT NULL,
+    key text NOT NULL,
+    action text NOT NULL,
+    actor text NOT NULL,
+    reason text DEFAULT ''::text NOT NULL,
+    detail text
+);
+
+ALTER TABLE public.oncely_actions ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.oncely_actions_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
 CREATE TABLE public.oncely_code_versions (
     fingerprint text NOT NULL,
     first_seen_at timestamp with time zone NOT NULL,
@@ -124,6 +144,9 @@ ALTER TABLE public.oncely_sweeps ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTIT
     CACHE 1
 );
 
+ALTER TABLE ONLY public.oncely_actions
+    ADD CONSTRAINT oncely_actions_pkey PRIMARY KEY (id);
+
 ALTER TABLE ONLY public.oncely_code_versions
     ADD CONSTRAINT oncely_code_versions_pkey PRIMARY KEY (fingerprint);
 
@@ -151,6 +174,10 @@ ALTER TABLE ONLY public.oncely_schedules
 ALTER TABLE ONLY public.oncely_sweeps
     ADD CONSTRAINT oncely_sweeps_pkey PRIMARY KEY (id);
 
+CREATE INDEX oncely_actions_at ON public.oncely_actions USING btree (tenant, at, id);
+
+CREATE INDEX oncely_actions_schedule ON public.oncely_actions USING btree (tenant, key, at, id);
+
 CREATE INDEX oncely_occurrences_claimable ON public.oncely_occurrences USING btree (run_after, id) WHERE (status = ANY (ARRAY['pending'::text, 'retrying'::text]));
 
 CREATE INDEX oncely_occurrences_history ON public.oncely_occurrences USING btree (tenant, scheduled_for);
@@ -158,6 +185,8 @@ CREATE INDEX oncely_occurrences_history ON public.oncely_occurrences USING btree
 CREATE INDEX oncely_occurrences_in_progress ON public.oncely_occurrences USING btree (schedule_id) WHERE (status = ANY (ARRAY['pending'::text, 'running'::text, 'retrying'::text]));
 
 CREATE INDEX oncely_occurrences_leased ON public.oncely_occurrences USING btree (lease_expires_at) WHERE (status = 'running'::text);
+
+CREATE INDEX oncely_occurrences_recent ON public.oncely_occurrences USING btree (scheduled_for, id);
 
 CREATE INDEX oncely_schedules_due ON public.oncely_schedules USING btree (next_run_at) WHERE ((status = 'active'::text) AND (NOT paused) AND (next_run_at IS NOT NULL));
 

@@ -1,3 +1,9 @@
+-- index oncely_actions_at
+CREATE INDEX oncely_actions_at ON oncely_actions (tenant, at, id);
+
+-- index oncely_actions_schedule
+CREATE INDEX oncely_actions_schedule ON oncely_actions (tenant, key, at, id);
+
 -- index oncely_occurrences_claimable
 CREATE INDEX oncely_occurrences_claimable ON oncely_occurrences (run_after, id)
     WHERE status IN ('pending', 'retrying');
@@ -13,6 +19,9 @@ CREATE INDEX oncely_occurrences_in_progress ON oncely_occurrences (schedule_id)
 CREATE INDEX oncely_occurrences_leased ON oncely_occurrences (lease_expires_at)
     WHERE status = 'running';
 
+-- index oncely_occurrences_recent
+CREATE INDEX oncely_occurrences_recent ON oncely_occurrences (scheduled_for, id);
+
 -- index oncely_schedules_due
 CREATE INDEX oncely_schedules_due ON oncely_schedules (next_run_at)
     WHERE status = 'active' AND paused = 0 AND next_run_at IS NOT NULL;
@@ -23,6 +32,18 @@ CREATE INDEX oncely_schedules_keyless_done ON oncely_schedules (updated_at)
 
 -- index oncely_sweeps_finished
 CREATE INDEX oncely_sweeps_finished ON oncely_sweeps (finished_at, id);
+
+-- table oncely_actions
+CREATE TABLE oncely_actions (
+    id     INTEGER PRIMARY KEY,
+    at     integer NOT NULL,
+    tenant text    NOT NULL DEFAULT '',
+    key    text    NOT NULL,
+    action text    NOT NULL,
+    actor  text    NOT NULL,
+    reason text    NOT NULL DEFAULT '',
+    detail text
+) STRICT;
 
 -- table oncely_code_versions
 CREATE TABLE oncely_code_versions (

@@ -6,8 +6,8 @@ import click
 
 from oncely.cli.loading import app_in_use
 from oncely.cli.moment import Moment, at, time_option
-from oncely.cli.options import TENANT_OF_KEY, scoped, tenant_option
-from oncely.cli.output import when
+from oncely.cli.options import TENANT_OF_KEY, as_json, scoped, tenant_option
+from oncely.cli.output import print_json, when
 
 
 @click.command()
@@ -16,7 +16,10 @@ from oncely.cli.output import when
 @time_option("--since", "From this time, included.", required=True)
 @time_option("--until", "To this time, included.", required=True)
 @tenant_option(TENANT_OF_KEY)
-def backfill(app_spec: str, key: str, since: Moment, until: Moment, tenant: str | None) -> None:
+@as_json
+def backfill(
+    app_spec: str, key: str, since: Moment, until: Moment, tenant: str | None, json_output: bool
+) -> None:
     """Create schedule KEY's occurrences from --since to --until, for the workers to run.
 
     Each occurrence is created once however often this runs; one recorded as skipped (missed
@@ -31,6 +34,9 @@ def backfill(app_spec: str, key: str, since: Moment, until: Moment, tenant: str 
                 param_hint="--since/--until",
             )
         added = scoped(app, tenant).backfill(key, start, end)
+    if json_output:
+        print_json({"key": key, "tenant": tenant, "since": start, "until": end, "added": added})
+        return
     where = "" if tenant is None else f" (tenant {tenant!r})"
     click.echo(
         f"backfilled {key!r}{where} from {when(start)} to {when(end)}: {added} occurrence"

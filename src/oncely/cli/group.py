@@ -96,6 +96,7 @@ _COMMANDS = {
     "preview": "oncely.cli.preview:preview",
     "migrate": "oncely.cli.migrate:migrate",
     "lint": "oncely.cli.lint:lint",
+    "web": "oncely.cli.web:web",
 }
 
 

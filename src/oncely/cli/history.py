@@ -6,20 +6,13 @@ from typing import get_args
 
 import click
 
+from oncely.app import App
 from oncely.cli.loading import app_in_use
 from oncely.cli.moment import Moment, at, time_option
 from oncely.cli.options import as_json, scoped, tenant_option
-from oncely.cli.output import (
-    NOTHING,
-    Column,
-    occurrence_document,
-    print_json,
-    print_table,
-    stacked,
-    summary,
-    when,
-    when_on,
-)
+from oncely.cli.output import NOTHING, Column, print_json, print_table, when
+from oncely.engine import occurrence_document, summary
+from oncely.errors import UnknownSchedule
 from oncely.model import OccurrenceStatus
 
 _STATUSES = get_args(OccurrenceStatus)
@@ -50,12 +43,13 @@ def history(
 ) -> None:
     """List occurrences, newest first: of every schedule, or of schedule KEY.
 
-    Each shows when it was scheduled, its status, how many attempts it took, when it started
-    and finished (only the time of day when on the scheduled date), on which worker, and its
-    error (the exception's line) or the reason it did not run. Times are UTC; --json has every
-    field, the whole error included. --since and --until select by scheduled time.
+    Each shows when it was scheduled, its status, how many attempts it took, on which worker
+    (or, when several tenants are listed, whose it is), and its error (the exception's line) or
+    the reason it did not run, on one line. Times are UTC; --json has every field, the start,
+    the finish, the worker and the whole error included. --since and --until select by
+    scheduled time.
     """
-    with app_in_use(app_spec) as app:
+    with app_in_use(app_spec, key=key, tenant=tenant) as app:
         now = app.now()
         start = None if since is None else at(since, now, "--since")
         end = None if until is None else at(until, now, "--until")
@@ -66,6 +60,8 @@ def history(
             )
         source = scoped(app, tenant)
         found = source.history(key, since=start, until=end, status=status, limit=limit)
+        if key is not None and not found and not _exists(app, tenant, key):
+            raise UnknownSchedule(f"no schedule has key {key!r}")
     if json_output:
         print_json([occurrence_document(o) for o in found])
         return
@@ -74,29 +70,31 @@ def history(
         return
     show_tenant = tenant is None and any(o.tenant is not None for o in found)
     columns = [
-        Column(stacked("scheduled (UTC)", "started to finished")),
-        Column(stacked("key", "worker"), "fold", 18),
-        Column(stacked("status", "tries")),
-        *([Column("tenant", "fold", 10)] if show_tenant else []),
+        Column("scheduled (UTC)"),
+        Column("key", "cut", 18),
+        Column("status", "cut", 9),
+        Column("tries"),
+        # 80 columns hold a tenant or a worker beside a readable key, not both
+        Column("tenant", "cut", 10) if show_tenant else Column("worker", "cut", 12),
         Column("error or reason", "wide"),
     ]
     rows = []
     for o in found:
-        ran = NOTHING
-        if o.started_at is not None:
-            ran = f"{when_on(o.started_at, o.scheduled_for)} to "
-            if o.finished_at is not None:
-                ran += when_on(o.finished_at, o.scheduled_for)
-            else:
-                ran += "now" if o.status == "running" else NOTHING
         row = [
-            stacked(when(o.scheduled_for), ran),
-            stacked(o.key, o.worker or NOTHING),
-            stacked(o.status, f"{o.attempts} {'try' if o.attempts == 1 else 'tries'}"),
-            *([o.tenant or NOTHING] if show_tenant else []),
+            when(o.scheduled_for),
+            o.key,
+            o.status,
+            str(o.attempts),
+            (o.tenant if show_tenant else o.worker) or NOTHING,
             summary(o.error, _TABLE_ERROR) or o.reason or "",
         ]
         rows.append(row)
     print_table(columns, rows)
     if len(found) == limit:
         click.echo(f"the newest {limit} shown; a larger --limit shows more")
+
+
+def _exists(app: App, tenant: str | None, key: str) -> bool:
+    """Whether a schedule has ``key`` (in ``tenant``, or in any tenant when None)."""
+    found = app.schedules(tenant, key_prefix=key, limit=None)
+    return any(s.key == key for s in found)

@@ -10,14 +10,14 @@ import click
 from oncely.app import DEFAULT_PAGE, App
 from oncely.cli.loading import app_in_use
 from oncely.cli.options import as_json, tenant_option
-from oncely.cli.output import (
-    NOTHING,
-    Column,
-    print_json,
-    print_table,
-    stacked,
+from oncely.cli.output import NOTHING, Column, print_json, print_table, when
+from oncely.engine import (
+    is_overdue,
+    schedule_document,
+    schedule_state,
     trigger_text,
-    when,
+    worker_seen_at,
+    worker_words,
 )
 from oncely.model import Schedule, ScheduleStatus
 
@@ -51,7 +51,7 @@ def jobs(
     after_tenant: str | None,
     json_output: bool,
 ) -> None:
-    """List the schedules: key, job, trigger, next run (UTC), state and tenant.
+    """List the schedules: key, job, next run (UTC), state, tenant and trigger.
 
     One page at a time, by tenant and key: a full page ends with the options that show the
     next. Jobs declared in code that nothing schedules are listed too, as "no schedule": ones
@@ -61,6 +61,7 @@ def jobs(
     after = None if after_key is None else (after_tenant or tenant, after_key)
     filtered = job_name is not None or state is not None or prefix is not None
     with app_in_use(app_spec) as app:
+        now = app.now()
         schedules = app.schedules(
             tenant,
             job=job_name,
@@ -71,27 +72,45 @@ def jobs(
         )
         last_page = len(schedules) < limit
         idle = _unscheduled(app, tenant) if last_page and not filtered else []
+        overdue = sum(is_overdue(s, now) for s in schedules)
+        seen = worker_seen_at(app.store.code_versions(1)) if overdue else None
+        declared = bool(app.jobs)
     if json_output:
-        print_json([_document(s) for s in schedules] + idle)
+        print_json([schedule_document(s, now) for s in schedules] + idle)
         return
     show_tenant = tenant is None and any(s.tenant is not None for s in schedules)
     columns = [
-        Column(stacked("key", "job"), "fold", 20),
+        Column("key", "cut", 24),
+        Column("job", "cut", 12),
         Column("next run (UTC)"),
-        Column(stacked("state", "tenant") if show_tenant else "state", "fold", 12),
+        Column("state", "cut", 11),
+        *([Column("tenant", "cut", 10)] if show_tenant else []),
         Column("trigger", "wide"),
     ]
     rows = []
     for s in schedules:
-        state = stacked(_state(s), s.tenant or NOTHING) if show_tenant else _state(s)
-        rows.append([stacked(s.key, s.job), when(s.next_run_at), state, _trigger(s)])
+        tenant_cell = [s.tenant or NOTHING] if show_tenant else []
+        rows.append(
+            [s.key, s.job, when(s.next_run_at), schedule_state(s, now), *tenant_cell, _trigger(s)]
+        )
     for job in idle:
-        state = stacked(NO_SCHEDULE, NOTHING) if show_tenant else NO_SCHEDULE
-        rows.append([stacked(NOTHING, job["job"]), NOTHING, state, job["trigger"] or NOTHING])
+        tenant_cell = [NOTHING] if show_tenant else []
+        rows.append(
+            [NOTHING, job["job"], NOTHING, NO_SCHEDULE, *tenant_cell, job["trigger"] or NOTHING]
+        )
+    if not declared:
+        module = app_spec.partition(":")[0]
+        click.echo(
+            f"no jobs are declared on {app_spec}: is the module that declares them imported "
+            f"by {module}?"
+        )
     if not rows:
         click.echo("no jobs and no schedules" + (f" in tenant {tenant!r}" if tenant else ""))
         return
     print_table(columns, rows)
+    if overdue:
+        runs = "next run is" if overdue == 1 else "next runs are"
+        click.echo(f"{overdue} {runs} overdue: {worker_words(seen, now)}")
     if len(schedules) == limit:
         last = schedules[-1]
         more = f"--after {shlex.quote(last.key)}"
@@ -100,32 +119,10 @@ def jobs(
         click.echo(f"{limit} schedules shown; the next page: {more}")
 
 
-def _state(schedule: Schedule) -> str:
-    if schedule.paused and schedule.status != "active":
-        return f"{schedule.status}, paused"
-    return "paused" if schedule.paused else schedule.status
-
-
 def _trigger(schedule: Schedule) -> str:
     if schedule.trigger is None and schedule.status_reason:
         return f"unreadable: {schedule.status_reason}"
     return trigger_text(schedule.trigger)
-
-
-def _document(schedule: Schedule) -> dict[str, Any]:
-    trigger = schedule.trigger
-    return {
-        "key": schedule.key,
-        "job": schedule.job,
-        "trigger": trigger_text(trigger),
-        "trigger_spec": None if trigger is None else trigger.to_spec(),
-        "next_run_at": schedule.next_run_at,
-        "paused": schedule.paused,
-        "status": schedule.status,
-        "status_reason": schedule.status_reason,
-        "tenant": schedule.tenant,
-        "origin": schedule.origin,
-    }
 
 
 def _unscheduled(app: App, tenant: str | None) -> list[dict[str, Any]]:
@@ -155,6 +152,7 @@ def _unscheduled(app: App, tenant: str | None) -> list[dict[str, Any]]:
                 "paused": False,
                 "status": NO_SCHEDULE,
                 "status_reason": None,
+                "overdue": False,
                 "tenant": None,
                 "origin": "code",
             }

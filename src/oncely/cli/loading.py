@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 import os
 import sys
@@ -23,9 +24,14 @@ def load_app(spec: str) -> App:
 
     Raises `click.UsageError` (exit 2) naming what is missing and what to write instead.
     """
-    module_name, sep, attribute = spec.partition(":")
+    module_name, sep, attribute = spec.rpartition(":")
     if not sep or not module_name or not attribute:
         raise click.UsageError(f"{spec!r} is not MODULE:APP; e.g. myservice.tasks:app")
+    if "/" in module_name or "\\" in module_name or module_name.endswith(".py"):
+        raise click.UsageError(
+            f"{spec!r} is a file path; name the module instead: {_module_of(module_name)}:"
+            f"{attribute} (run from the directory that holds it)"
+        )
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
@@ -37,11 +43,36 @@ def load_app(spec: str) -> App:
                 "or install it)"
             ) from exc
         raise
-    found = getattr(module, attribute, None)
+    missing = object()
+    found = getattr(module, attribute, missing)
+    if found is missing:
+        apps = sorted(name for name, value in vars(module).items() if isinstance(value, App))
+        hint = f"; it has {', '.join(f'{module_name}:{n}' for n in apps)}" if apps else ""
+        raise click.UsageError(f"module {module_name!r} has no attribute {attribute!r}{hint}")
     if not isinstance(found, App):
-        what = "has no attribute" if found is None else "has, but it is not an oncely.App:"
-        raise click.UsageError(f"module {module_name!r} {what} {attribute!r}")
+        raise click.UsageError(
+            f"{attribute!r} in module {module_name!r} is {_kind(found)}, not an oncely.App; "
+            "MODULE:APP names the App object, e.g. app = oncely.App()"
+        )
     return found
+
+
+def _module_of(path: str) -> str:
+    """The module name a file path would be imported as from its directory: ``./a/b.py`` is
+    ``a.b``."""
+    name = path.replace("\\", "/").removesuffix(".py").removesuffix("/__init__")
+    parts = [part for part in name.split("/") if part not in ("", ".")]
+    return ".".join(parts) or "tasks"
+
+
+def _kind(value: object) -> str:
+    if inspect.isfunction(value) or inspect.isbuiltin(value):
+        return "a function"
+    if inspect.isclass(value):
+        return "a class"
+    if inspect.ismodule(value):
+        return "a module"
+    return f"a {type(value).__name__}"
 
 
 @contextmanager

@@ -5,12 +5,15 @@ from __future__ import annotations
 import click
 
 from oncely.cli.loading import load_app
+from oncely.cli.options import as_json
+from oncely.cli.output import print_json
 from oncely.errors import OncelyError
 
 
 @click.command()
 @click.argument("app_spec", metavar="MODULE:APP")
-def migrate(app_spec: str) -> None:
+@as_json
+def migrate(app_spec: str, json_output: bool) -> None:
     """Apply the migrations the app's database has not seen (also done on first use)."""
     app = load_app(app_spec)
     try:
@@ -20,7 +23,9 @@ def migrate(app_spec: str) -> None:
         raise click.ClickException(str(exc)) from exc
     finally:
         app.close()
-    if applied:
+    if json_output:
+        print_json({"applied": applied, "version": version})
+    elif applied:
         click.echo(f"applied migrations {', '.join(map(str, applied))}; schema version {version}")
     else:
         click.echo(f"schema version {version}: up to date")

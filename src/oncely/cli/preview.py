@@ -7,7 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import click
 
-from oncely.cli.output import explain_cron
+from oncely.cli.options import as_json
+from oncely.cli.output import print_json
+from oncely.engine import explain_cron
 from oncely.errors import InvalidSchedule
 from oncely.recurrence import Cron, Instance, RRule, Zone, cron, describe_dst, rrule
 
@@ -67,7 +69,8 @@ def _offset(offset: timedelta) -> str:
     help="ISO time to list from (a rule's DTSTART too); without an offset it is local to --tz. "
     "Default: now, which is also a rule's DTSTART, as when a schedule is saved now.",
 )
-def preview(rule: str, tz: str, count: int, start: str | None) -> None:
+@as_json
+def preview(rule: str, tz: str, count: int, start: str | None, json_output: bool) -> None:
     """Show the next occurrences of RULE (an RRULE or a cron expression).
 
     Times are shown in local time and UTC; occurrences next to a daylight-saving change are
@@ -104,6 +107,12 @@ def preview(rule: str, tz: str, count: int, start: str | None) -> None:
         sys.exit(2)
 
     shown = " / ".join(line.strip() for line in rule.splitlines() if line.strip())
+    if json_output:
+        occurrences = [
+            {"at": i.at, "local": i.local, "note": _note(i, zone) or None} for i in instances
+        ]
+        print_json({"rule": shown, "kind": summary, "zone": zone.name, "occurrences": occurrences})
+        return
     click.echo(f"{shown}  [{summary}, zone {zone.name}]")
     if not instances:
         click.echo("  no occurrences after " + since.isoformat())

@@ -2,6 +2,23 @@
 
 from __future__ import annotations
 
+from oncely.engine.describe import (
+    OVERDUE_AFTER,
+    ago,
+    explain_cron,
+    instance_document,
+    is_overdue,
+    iso_utc,
+    json_value,
+    occurrence_document,
+    printable,
+    schedule_document,
+    schedule_state,
+    summary,
+    trigger_text,
+    worker_seen_at,
+    worker_words,
+)
 from oncely.engine.explain import Explanation
 from oncely.engine.job import (
     DEFAULT_GRACE,
@@ -12,7 +29,7 @@ from oncely.engine.job import (
     Job,
     Misfire,
 )
-from oncely.engine.run import Run
+from oncely.engine.run import Run, idempotency_key
 from oncely.engine.tick import Engine, TickReport, worker_id
 
 __all__ = [
@@ -20,6 +37,7 @@ __all__ = [
     "DEFAULT_LEASE",
     "DEFAULT_MISFIRE_LIMIT",
     "DEFAULT_RETRIES",
+    "OVERDUE_AFTER",
     "Delivery",
     "Engine",
     "Explanation",
@@ -27,5 +45,20 @@ __all__ = [
     "Misfire",
     "Run",
     "TickReport",
+    "ago",
+    "explain_cron",
+    "idempotency_key",
+    "instance_document",
+    "is_overdue",
+    "iso_utc",
+    "json_value",
+    "occurrence_document",
+    "printable",
+    "schedule_document",
+    "schedule_state",
+    "summary",
+    "trigger_text",
     "worker_id",
+    "worker_seen_at",
+    "worker_words",
 ]

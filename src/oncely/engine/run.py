@@ -60,11 +60,7 @@ class Run:
     @property
     def idempotency_key(self) -> str:
         claim = self.claim
-        # "%" and "/" escaped in each part: joined as they were, tenant "acme" with key
-        # "eu/invoice" and tenant "acme/eu" with key "invoice" had one key.
-        parts = (claim.tenant or "", claim.key)
-        tenant, key = (p.replace("%", "%25").replace("/", "%2F") for p in parts)
-        return f"{tenant}/{key}/{claim.scheduled_for.isoformat()}"
+        return idempotency_key(claim.tenant, claim.key, claim.scheduled_for)
 
     @property
     def lease_lost(self) -> bool:
@@ -78,3 +74,12 @@ class Run:
             f"<oncely.Run {self.job} key={self.key!r} "
             f"scheduled_for={self.scheduled_for.isoformat()} attempt={self.attempt}>"
         )
+
+
+def idempotency_key(tenant: str | None, key: str, scheduled_for: datetime) -> str:
+    """The idempotency key every attempt at occurrence (tenant, key, scheduled_for) is given."""
+    # "%" and "/" escaped in each part: joined as they were, tenant "acme" with key
+    # "eu/invoice" and tenant "acme/eu" with key "invoice" had one key.
+    escaped = (p.replace("%", "%25").replace("/", "%2F") for p in (tenant or "", key))
+    tenant_part, key_part = escaped
+    return f"{tenant_part}/{key_part}/{scheduled_for.isoformat()}"

@@ -10,6 +10,7 @@ from typing import Any
 
 from oncely.model import (
     Abandoned,
+    Action,
     Claim,
     CodeVersion,
     Failure,
@@ -375,6 +376,44 @@ class Store(ABC):
     ) -> tuple[CodeVersion, CodeVersion | None]:
         """Record that a worker with these code declarations runs at ``now`` (first seen now if
         never seen); return it and the version applied last (None: none ever was)."""
+
+    @abstractmethod
+    def running(self, limit: int = 1000) -> list[Occurrence]:
+        """Return every tenant's ``running`` occurrences (under a lease, held by ``worker``
+        until ``lease_expires_at``), the soonest expiry first, at most ``limit``."""
+
+    @abstractmethod
+    def job_counts(self) -> dict[str, int]:
+        """Return how many schedules (of every tenant, not removed) run each job, by job name;
+        a job no schedule runs is not in it."""
+
+    @abstractmethod
+    def retry_failed(
+        self, tenant: str | None, key: str, scheduled_for: datetime, now: datetime
+    ) -> bool:
+        """Give the ``failed`` occurrence of schedule (tenant, key) at ``scheduled_for`` one more
+        attempt: ``retrying`` from ``now``. Returns False, changing nothing, when there is no
+        such occurrence or it is not failed (a second retry while the first waits)."""
+
+    @abstractmethod
+    def record_action(self, action: Action) -> None:
+        """Record what a person did to a schedule by hand. Raises `StoreUnavailable`."""
+
+    @abstractmethod
+    def actions(self, tenant: str | None, key: str | None, limit: int = 50) -> list[Action]:
+        """Return the recorded actions on schedule (tenant, key), or on every schedule of
+        ``tenant`` when ``key`` is None (None tenant: no tenant's, not every tenant's), newest
+        first (then the latest recorded), at most ``limit``."""
+
+    @abstractmethod
+    def code_versions(self, limit: int = 20) -> list[CodeVersion]:
+        """Return the code versions workers have run, the one seen last first (then by
+        fingerprint), at most ``limit``: when ``last_seen_at`` is old, no worker is running."""
+
+    @abstractmethod
+    def leases(self, limit: int = 1000) -> list[Lease]:
+        """Return the named leases on record by name, at most ``limit``: held ones and expired
+        ones not yet taken again (a lease released is gone). Locks and housekeeping both."""
 
     @abstractmethod
     def mark_code_applied(self, fingerprint: str, now: datetime) -> None:

@@ -22,6 +22,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from oncely.errors import StoreError, StoreUnavailable
 from oncely.model import (
     Abandoned,
+    Action,
     Claim,
     CodeVersion,
     Failure,
@@ -742,6 +743,47 @@ class PostgresStore(Store):
     def record_sweep(self, sweep: Sweep) -> None:
         with self._connect() as connection:
             connection.execute(self._sql["insert_sweep"], housekeeping.sweep_params(sweep))
+
+    def running(self, limit: int = 1000) -> list[Occurrence]:
+        with self._connect() as connection:
+            rows = connection.execute(self._sql["select_running"], {"limit": limit}).fetchall()
+        return [records.occurrence(row) for row in rows]
+
+    def job_counts(self) -> dict[str, int]:
+        with self._connect() as connection:
+            rows = connection.execute(self._sql["job_counts"]).fetchall()
+        return {row["job"]: row["schedules"] for row in rows}
+
+    def retry_failed(
+        self, tenant: str | None, key: str, scheduled_for: datetime, now: datetime
+    ) -> bool:
+        params = {"tenant": tenant_column(tenant), "key": key, "scheduled_for": scheduled_for}
+        with self._connect() as connection:
+            found = connection.execute(self._sql["retry_failed"], {**params, "now": now}).fetchone()
+            if found is not None:
+                connection.execute(self._sql["notify_change"])
+        return found is not None
+
+    def record_action(self, action: Action) -> None:
+        with self._connect() as connection:
+            connection.execute(self._sql["insert_action"], housekeeping.action_params(action))
+
+    def actions(self, tenant: str | None, key: str | None, limit: int = 50) -> list[Action]:
+        params = {"tenant": tenant_column(tenant), "key": key, "limit": limit}
+        with self._connect() as connection:
+            rows = connection.execute(self._sql["select_actions"], params).fetchall()
+        return [housekeeping.action(row) for row in rows]
+
+    def code_versions(self, limit: int = 20) -> list[CodeVersion]:
+        with self._connect() as connection:
+            rows = connection.execute(self._sql["list_code_versions"], {"limit": limit}).fetchall()
+        return [CodeVersion(**row) for row in rows]
+
+    def leases(self, limit: int = 1000) -> list[Lease]:
+        with self._connect() as connection:
+            params = {"limit": limit, "released": housekeeping.RELEASED}
+            rows = connection.execute(self._sql["list_leases"], params).fetchall()
+        return [housekeeping.lease(row) for row in rows]
 
     def sweeps(self, limit: int = 20) -> list[Sweep]:
         with self._connect() as connection:

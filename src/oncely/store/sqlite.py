@@ -15,6 +15,7 @@ from typing import Any
 from oncely.errors import StoreError, StoreUnavailable
 from oncely.model import (
     Abandoned,
+    Action,
     Claim,
     CodeVersion,
     Failure,
@@ -60,7 +61,7 @@ _TIME_COLUMNS = frozenset(
     {
         "next_run_at", "created_at", "updated_at", "scheduled_for", "started_at", "finished_at",
         "run_after", "lease_expires_at", "expires_at", "first_seen_at", "last_seen_at",
-        "applied_at", "previous_finished_at",
+        "applied_at", "previous_finished_at", "at",
     }
 )  # fmt: skip
 
@@ -703,6 +704,48 @@ class SqliteStore(Store):
     def record_sweep(self, sweep: Sweep) -> None:
         with self._write() as connection:
             connection.execute(self._sql["insert_sweep"], _bind(housekeeping.sweep_params(sweep)))
+
+    def running(self, limit: int = 1000) -> list[Occurrence]:
+        with self._connect() as connection:
+            cursor = connection.execute(self._sql["select_running"], {"limit": limit})
+            return [records.occurrence(_values(cursor, row)) for row in cursor.fetchall()]
+
+    def job_counts(self) -> dict[str, int]:
+        with self._connect() as connection:
+            rows = connection.execute(self._sql["job_counts"]).fetchall()
+        return {job: count for job, count in rows}
+
+    def retry_failed(
+        self, tenant: str | None, key: str, scheduled_for: datetime, now: datetime
+    ) -> bool:
+        params = {"tenant": tenant_column(tenant), "key": key, "scheduled_for": scheduled_for}
+        with self._write() as connection:
+            found = self._row(connection, "retry_failed", {**params, "now": now})
+        return found is not None
+
+    def record_action(self, action: Action) -> None:
+        with self._write() as connection:
+            connection.execute(
+                self._sql["insert_action"], _bind(housekeeping.action_params(action))
+            )
+
+    def actions(self, tenant: str | None, key: str | None, limit: int = 50) -> list[Action]:
+        params = _bind({"tenant": tenant_column(tenant), "key": key, "limit": limit})
+        with self._connect() as connection:
+            cursor = connection.execute(self._sql["select_actions"], params)
+            return [housekeeping.action(_values(cursor, row)) for row in cursor.fetchall()]
+
+    def code_versions(self, limit: int = 20) -> list[CodeVersion]:
+        with self._connect() as connection:
+            cursor = connection.execute(self._sql["list_code_versions"], {"limit": limit})
+            found = [_values(cursor, row) for row in cursor.fetchall()]
+        return [CodeVersion(**row) for row in found]
+
+    def leases(self, limit: int = 1000) -> list[Lease]:
+        with self._connect() as connection:
+            params = _bind({"limit": limit, "released": housekeeping.RELEASED})
+            cursor = connection.execute(self._sql["list_leases"], params)
+            return [housekeeping.lease(_values(cursor, row)) for row in cursor.fetchall()]
 
     def sweeps(self, limit: int = 20) -> list[Sweep]:
         with self._connect() as connection:

@@ -506,6 +506,16 @@ WHERE applied_at IS NOT NULL
 ORDER BY applied_at DESC, first_seen_at DESC
 LIMIT 1;
 
+-- name: list_code_versions
+SELECT fingerprint, first_seen_at, last_seen_at, applied_at FROM oncely_code_versions
+ORDER BY last_seen_at DESC, fingerprint
+LIMIT :limit;
+
+-- name: list_leases
+-- A released lease keeps its row (see release_lease), expiring at :released: not listed.
+SELECT name, owner, token, expires_at FROM oncely_leases WHERE expires_at > :released
+ORDER BY name LIMIT :limit;
+
 -- name: mark_code_applied
 UPDATE oncely_code_versions SET applied_at = :now WHERE fingerprint = :fingerprint;
 
@@ -544,3 +554,38 @@ UPDATE oncely_occurrences
 SET status = 'failed', finished_at = :now, lease_owner = NULL, lease_expires_at = NULL,
     error = :error
 WHERE id = :id AND status = 'running' AND fence = :fence;
+
+-- name: insert_action
+INSERT INTO oncely_actions (at, tenant, key, action, actor, reason, detail)
+VALUES (:at, :tenant, :key, :action, :actor, :reason, :detail);
+
+-- name: select_actions
+-- One schedule's actions (:key given) or every one of the tenant's (:key NULL).
+SELECT at, tenant, key, action, actor, reason, detail FROM oncely_actions
+WHERE tenant = :tenant AND (:key IS NULL OR key = :key)
+ORDER BY at DESC, id DESC
+LIMIT :limit;
+
+-- name: retry_failed
+-- A person gives a failed occurrence one more attempt; it keeps its attempts and its last error
+-- until that attempt books its own outcome. Anything but failed is left alone.
+UPDATE oncely_occurrences
+SET status = 'retrying', run_after = :now
+WHERE schedule_id = (SELECT id FROM oncely_schedules WHERE tenant = :tenant AND key = :key)
+  AND scheduled_for = :scheduled_for AND status = 'failed'
+RETURNING id;
+
+-- name: job_counts
+SELECT job, count(*) AS schedules FROM oncely_schedules WHERE status <> 'removed' GROUP BY job;
+
+-- name: select_running
+-- Every tenant's occurrences under a lease now, soonest expiry first. 'running' is written in,
+-- not bound: only so is the partial index oncely_occurrences_leased used, and history's
+-- catch-all query for status 'running' read the whole table when nothing ran.
+SELECT s.key, o.tenant, o.scheduled_for, o.status, o.attempts, o.started_at, o.finished_at,
+    o.worker, o.error, o.reason, o.local_wall, o.fold, o.dst_note, o.ordinal, o.origin, o.run_after,
+    o.lease_expires_at
+FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
+WHERE o.status = 'running'
+ORDER BY o.lease_expires_at, o.id
+LIMIT :limit;
