@@ -223,6 +223,7 @@ def test_bad_lock_options_are_configuration_errors(provided: Provided) -> None:
     for options in (
         {"at_most": timedelta(0)},
         {"at_most": 5},
+        {"at_most": timedelta.max},  # overflowed the expiry: OverflowError escaped
         {"at_least": 20 * SECOND},
         {"timeout": -1},
     ):
@@ -230,6 +231,9 @@ def test_bad_lock_options_are_configuration_errors(provided: Provided) -> None:
             _lock(provided, app, **options)
     with pytest.raises(ConfigurationError):
         app.lock("", at_most=SECOND)
+    lock = _lock(provided, app)
+    with lock, pytest.raises(ConfigurationError, match="365 days"):
+        lock.extend(timedelta.max)
     app.close()
 
 

@@ -36,6 +36,11 @@ _FIRST_RETRY_S = 0.05
 _RETRY_CAP_S = 1.0
 
 
+_SHORTEST = timedelta(milliseconds=1)
+# A lease past this is a mistake, and timedelta.max overflowed the expiry's datetime.
+_LONGEST = timedelta(days=365)
+
+
 @dataclass(frozen=True, slots=True)
 class _Held:
     lease: Lease
@@ -70,10 +75,10 @@ class Lock:
             )
         if not isinstance(blocking, bool):
             raise ConfigurationError(f"lock {name!r}: blocking={blocking!r}: give True or False")
-        if not isinstance(at_most, timedelta) or at_most < timedelta(milliseconds=1):
+        if not isinstance(at_most, timedelta) or not _SHORTEST <= at_most <= _LONGEST:
             raise ConfigurationError(
-                f"lock {name!r}: at_most={at_most!r} must be a timedelta of 1 ms or more: "
-                "how long a holder that died keeps the others out"
+                f"lock {name!r}: at_most={at_most!r} must be a timedelta from 1 ms to "
+                f"{_LONGEST.days} days: how long a holder that died keeps the others out"
             )
         if not isinstance(at_least, timedelta) or not timedelta(0) <= at_least <= at_most:
             raise ConfigurationError(
@@ -160,8 +165,11 @@ class Lock:
         if not held:
             raise LockHeld(f"lock {self.name!r} is not held here: nothing to extend")
         ttl = self.at_most if by is None else by
-        if not isinstance(ttl, timedelta) or ttl < timedelta(milliseconds=1):
-            raise ConfigurationError(f"lock {self.name!r}: extend by {by!r}: give a timedelta")
+        if not isinstance(ttl, timedelta) or not _SHORTEST <= ttl <= _LONGEST:
+            raise ConfigurationError(
+                f"lock {self.name!r}: extend by {by!r}: give a timedelta from 1 ms to "
+                f"{_LONGEST.days} days"
+            )
         lease = self.provider.extend(held[-1].lease, ttl)
         if lease is None:
             return False
