@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from oncely.engine.execute import Finished, calling, claim_fields, extended
 from oncely.engine.explain import Explanation
 from oncely.engine.job import (
     DEFAULT_GRACE,
@@ -12,6 +13,7 @@ from oncely.engine.job import (
     Job,
     Misfire,
 )
+from oncely.engine.misfire import age
 from oncely.engine.run import Run
 from oncely.engine.tick import Engine, TickReport, worker_id
 
@@ -23,9 +25,14 @@ __all__ = [
     "Delivery",
     "Engine",
     "Explanation",
+    "Finished",
     "Job",
     "Misfire",
     "Run",
     "TickReport",
+    "age",
+    "calling",
+    "claim_fields",
+    "extended",
     "worker_id",
 ]

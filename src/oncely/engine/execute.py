@@ -21,7 +21,7 @@ from oncely.engine.job import Job
 from oncely.engine.misfire import age
 from oncely.engine.retry import backoff
 from oncely.engine.run import Run
-from oncely.errors import Terminal
+from oncely.errors import Terminal, TransactionTooLong
 from oncely.model import Claim
 from oncely.store import Store, Unreadable
 
@@ -189,6 +189,10 @@ class Executor:
                     raise _LeaseLost
         except _HandlerFailed as failed:
             return self._failed(claim, job, failed.error)
+        except TransactionTooLong as exc:
+            # A failed attempt like any other: not "could not commit, runs once its lease
+            # expires", which ran it again and again, each time as long.
+            return self._failed(claim, job, exc)
         except _LeaseLost:
             return self._lost(claim)
         finally:

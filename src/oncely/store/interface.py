@@ -260,8 +260,14 @@ class Store(ABC):
         """
 
     @abstractmethod
-    def extend(self, claim: Claim, until: datetime) -> bool:
-        """Move ``claim``'s lease to ``until``; False when the lease was taken over (lease lost)."""
+    def extend_leases(self, leases: Sequence[tuple[Claim, datetime]]) -> set[int]:
+        """Move each claim's lease to the time paired with it, in one statement; return the
+        occurrence ids extended.
+
+        Only rows still ``running`` with the claim's fence: one whose lease was taken over (or
+        that was booked or given back meanwhile) is left alone and left out of the result: for
+        its holder, the lease is lost. Raises `StoreUnavailable`.
+        """
 
     @abstractmethod
     def book_success(

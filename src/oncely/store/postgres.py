@@ -568,10 +568,18 @@ class PostgresStore(Store):
                 )
         return [records.abandoned(row) for row in found]
 
-    def extend(self, claim: Claim, until: datetime) -> bool:
-        params = {"id": claim.occurrence_id, "fence": claim.fence, "until": until}
+    def extend_leases(self, leases: Sequence[tuple[Claim, datetime]]) -> set[int]:
+        if not leases:
+            return set()
+        params = {
+            "ids": _bigint_array(c.occurrence_id for c, _ in leases),
+            "fences": _bigint_array(c.fence for c, _ in leases),
+            "untils": [until for _, until in leases],
+        }
         with self._connect() as connection:
-            return connection.execute(self._sql["extend_lease"], params).fetchone() is not None
+            # Not prepared, as book_success: a generic plan for the arrays read every running row.
+            rows = connection.execute(self._sql["extend_leases"], params, prepare=False)
+            return {row["id"] for row in rows.fetchall()}
 
     def book_success(
         self, claims: Sequence[Claim], now: datetime, *, within: Any = None

@@ -12,14 +12,10 @@ import logging
 import threading
 import time
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
-from oncely.engine.execute import calling
 from oncely.errors import ConfigurationError
 from oncely.worker.loop import DEFAULT_CONCURRENCY, DEFAULT_DRAIN_TIMEOUT_S, Worker
-
-if TYPE_CHECKING:
-    from oncely.app import App
+from oncely.worker.parts import Assembles
 
 log = logging.getLogger("oncely")
 
@@ -36,7 +32,7 @@ class Embedded:
     `after_fork`): the loop's thread, connections and locks stay with the parent.
     """
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: Assembles) -> None:
         self._app = app
         self._lock = threading.Lock()
         self._serving: tuple[Worker, threading.Thread] | None = None
@@ -146,8 +142,4 @@ def _serve(worker: Worker) -> None:
 
 def _inside(worker: Worker, thread: threading.Thread) -> bool:
     """True when the caller is ``worker``'s loop thread or one of its handlers."""
-    if threading.current_thread() is thread:
-        return True
-    executor = calling()
-    engine = worker._engine  # None until the loop opened it: then no handler of it runs
-    return executor is not None and engine is not None and executor is engine.executor
+    return threading.current_thread() is thread or worker.calling()

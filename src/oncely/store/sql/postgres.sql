@@ -348,11 +348,14 @@ SET status = 'abandoned', finished_at = %(now)s, lease_owner = NULL, lease_expir
 WHERE id = %(id)s AND status = 'running' AND fence = %(fence)s
   AND (lease_expires_at IS NULL OR lease_expires_at <= %(now)s);
 
--- name: extend_lease
--- Only the holder of this attempt's fence extends: a lease taken over is never given back.
-UPDATE oncely_occurrences SET lease_expires_at = %(until)s
-WHERE id = %(id)s AND status = 'running' AND fence = %(fence)s
-RETURNING id;
+-- name: extend_leases
+-- Only the holder of an attempt's fence extends: a lease taken over is never given back. One
+-- statement for every lease a worker holds: one transaction per claim was up to 1,000 a beat.
+UPDATE oncely_occurrences o SET lease_expires_at = v.expires
+FROM unnest(%(ids)s::bigint[], %(fences)s::bigint[], %(untils)s::timestamptz[])
+    AS v(id, fence, expires)
+WHERE o.id = v.id AND o.status = 'running' AND o.fence = v.fence
+RETURNING o.id;
 
 -- name: book_success
 -- Conditional on each attempt's fence: of two bookings of one attempt only the first counts, and

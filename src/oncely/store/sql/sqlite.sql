@@ -308,10 +308,17 @@ SET status = 'abandoned', finished_at = :now, lease_owner = NULL, lease_expires_
 WHERE id = :id AND status = 'running' AND fence = :fence
   AND (lease_expires_at IS NULL OR lease_expires_at <= :now);
 
--- name: extend_lease
--- Only the holder of this attempt's fence extends: a lease taken over is never given back.
-UPDATE oncely_occurrences SET lease_expires_at = :until
-WHERE id = :id AND status = 'running' AND fence = :fence
+-- name: extend_leases
+-- Only the holder of an attempt's fence extends: a lease taken over is never given back. One
+-- statement for every lease a worker holds. :leases is a JSON list of [occurrence id, fence,
+-- new expiry] triples.
+UPDATE oncely_occurrences SET lease_expires_at = v.expires
+FROM (
+    SELECT value ->> 0 AS id, value ->> 1 AS fence, value ->> 2 AS expires
+    FROM json_each(:leases)
+) AS v
+WHERE oncely_occurrences.id = v.id AND oncely_occurrences.status = 'running'
+  AND oncely_occurrences.fence = v.fence
 RETURNING id;
 
 -- name: book_success
