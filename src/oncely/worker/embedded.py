@@ -56,7 +56,8 @@ class Embedded:
     ) -> bool:
         """Start the loop unless it is serving already; return whether this call started it.
 
-        Raises `ConfigurationError` for options the worker cannot use, before anything starts.
+        Raises `ConfigurationError` for options the worker cannot use, an ``http`` address
+        that cannot be listened on included, before anything starts.
         """
         with self._lock:
             if self._serving is not None and self._serving[1].is_alive():
@@ -68,6 +69,9 @@ class Embedded:
                 http=http,
                 retention=retention,
             )
+            # Bound here, not on the loop's thread: an address in use was logged as a failed
+            # loop there, and start() returned as if serving.
+            worker.listen()
             # A daemon thread: interpreter exit joins non-daemon threads *before* it runs atexit
             # hooks, so a plain thread would hang exit before the hook below could stop it.
             thread = threading.Thread(

@@ -153,12 +153,8 @@ class Worker:
         Signals are handled only when called on the main thread: the first stops claiming and
         lets running handlers finish within ``drain_timeout``; a second exits at once.
         """
+        self.listen()
         restore = self._signals.install()
-        if self._http_address is not None:
-            server = HttpServer(self._http_address, self.health, self.metrics)
-            server.start()
-            self._server = server  # only once bound: http_address reads the bound port
-            log.info("oncely: health and metrics on http://%s", self.http_address)
         log.info(
             "oncely: worker %s serving %d job(s) with up to %d handler(s) at once",
             worker_id(),
@@ -177,6 +173,19 @@ class Worker:
                 self._server.close()
             if self._engine is not None:
                 self._engine.close()
+
+    def listen(self) -> None:
+        """Serve ``/healthz`` and ``/metrics`` if ``http`` was given (once; `run` calls it).
+
+        Raises `ConfigurationError` when the address cannot be listened on (in use, say): a
+        caller that starts the loop on another thread calls it first, so the error reaches it.
+        """
+        if self._http_address is None or self._server is not None:
+            return
+        server = HttpServer(self._http_address, self.health, self.metrics)
+        server.start()
+        self._server = server  # only once bound: http_address reads the bound port
+        log.info("oncely: health and metrics on http://%s", self.http_address)
 
     def stop(self, drain_timeout: float | None = None) -> None:
         """Stop claiming and drain (thread-safe; returns at once, `run` returns when drained).
