@@ -13,6 +13,10 @@ CREATE INDEX oncely_occurrences_in_progress ON oncely_occurrences (schedule_id)
 CREATE INDEX oncely_occurrences_leased ON oncely_occurrences (lease_expires_at)
     WHERE status = 'running';
 
+-- index oncely_occurrences_prunable
+CREATE INDEX oncely_occurrences_prunable ON oncely_occurrences (scheduled_for)
+    WHERE status IN ('succeeded', 'failed', 'skipped', 'abandoned', 'invalid');
+
 -- index oncely_schedules_due
 CREATE INDEX oncely_schedules_due ON oncely_schedules (next_run_at)
     WHERE status = 'active' AND paused = 0 AND next_run_at IS NOT NULL;

@@ -485,14 +485,16 @@ LIMIT %(limit)s;
 -- name: prune_occurrences
 -- Finished occurrences only: pending, running and retrying ones are what the engine works from.
 -- NULL arm: one that never ran (skipped, invalid) has no finished_at; its scheduled_for stands
--- in. No ORDER BY: any qualifying rows will do, and the scan stops at the limit. SKIP LOCKED
--- leaves a row that a backfill is re-arming right now. The ids go through an array, found once:
--- as "id IN (subquery)" the planner joined them to a second scan of the whole table.
+-- in. The oldest first, by the partial index oncely_occurrences_prunable: a batch reads about
+-- its own rows, whatever the history's size. SKIP LOCKED leaves a row that a backfill is
+-- re-arming right now. The ids go through an array, found once: as "id IN (subquery)" the
+-- planner joined them to a second scan of the whole table.
 DELETE FROM oncely_occurrences
 WHERE id = ANY(ARRAY(
     SELECT id FROM oncely_occurrences
     WHERE status IN ('succeeded', 'failed', 'skipped', 'abandoned', 'invalid')
-      AND (finished_at < %(before)s OR finished_at IS NULL) AND scheduled_for < %(before)s
+      AND scheduled_for < %(before)s AND (finished_at < %(before)s OR finished_at IS NULL)
+    ORDER BY scheduled_for
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 ));

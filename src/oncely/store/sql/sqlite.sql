@@ -442,12 +442,14 @@ LIMIT :limit;
 -- name: prune_occurrences
 -- Finished occurrences only: pending, running and retrying ones are what the engine works from.
 -- NULL arm: one that never ran (skipped, invalid) has no finished_at; its scheduled_for stands
--- in. No ORDER BY: any qualifying rows will do, and the scan stops at the limit.
+-- in. The oldest first, by the partial index oncely_occurrences_prunable: a batch reads about
+-- its own rows, whatever the history's size.
 DELETE FROM oncely_occurrences
 WHERE id IN (
-    SELECT id FROM oncely_occurrences
+    SELECT id FROM oncely_occurrences INDEXED BY oncely_occurrences_prunable
     WHERE status IN ('succeeded', 'failed', 'skipped', 'abandoned', 'invalid')
-      AND (finished_at < :before OR finished_at IS NULL) AND scheduled_for < :before
+      AND scheduled_for < :before AND (finished_at < :before OR finished_at IS NULL)
+    ORDER BY scheduled_for
     LIMIT :limit
 );
 
