@@ -7,6 +7,7 @@ outcome and book it later instead of losing it.
 
 from __future__ import annotations
 
+import copy
 import logging
 import random
 import traceback
@@ -245,7 +246,7 @@ class Executor:
                 claim.attempt,
                 job.retries,
                 finished.retry_at.isoformat(),
-                exc_info=exc,
+                exc_info=loggable(exc),
                 extra=fields,
             )
             return "retrying"
@@ -254,7 +255,7 @@ class Executor:
                 "oncely: %s %s failed: Terminal, not retried",
                 job.name,
                 where,
-                exc_info=exc,
+                exc_info=loggable(exc),
                 extra=fields,
             )
         elif exc is None:
@@ -266,7 +267,7 @@ class Executor:
                 where,
                 claim.attempt,
                 job.retries,
-                exc_info=exc,
+                exc_info=loggable(exc),
                 extra=fields,
             )
         if booked.paused:
@@ -291,6 +292,47 @@ class Executor:
             extra=claim_fields(claim),
         )
         return "lease_lost"
+
+
+ExcInfo = tuple[type[BaseException], BaseException, Any]
+
+
+def loggable(exc: BaseException | None) -> ExcInfo | None:
+    """``exc`` for ``exc_info=``, each message of its chain cut to `_ERROR_CHARS` as history
+    cuts it: logged whole, a 50 MB message over two attempts wrote 100 MB of log."""
+    if exc is None:
+        return None
+    return (type(exc), _cut(exc, set()), exc.__traceback__)
+
+
+def _cut(exc: BaseException, seen: set[int]) -> BaseException:
+    seen.add(id(exc))
+    try:
+        text = str(exc)
+    except Exception:  # a hostile __str__: logging would print its own error instead
+        text = f"<{type(exc).__name__}>"
+    clone = exc
+    if len(text) > _ERROR_CHARS:
+        try:
+            clone = copy.copy(exc)
+            clone.args = (
+                f"{text[:_ERROR_CHARS]} ... [{len(text) - _ERROR_CHARS:,} characters cut]",
+            )
+        except Exception:
+            clone = RuntimeError(f"{type(exc).__name__}: {text[:_ERROR_CHARS]} ... [cut]")
+        clone.__traceback__ = exc.__traceback__
+        clone.__suppress_context__ = exc.__suppress_context__
+    for link in ("__cause__", "__context__"):
+        chained = getattr(exc, link)
+        if chained is not None and id(chained) not in seen:
+            cut = _cut(chained, seen)
+            if cut is not chained or clone is not exc:
+                if clone is exc:
+                    clone = copy.copy(exc)
+                    clone.__traceback__ = exc.__traceback__
+                    clone.__suppress_context__ = exc.__suppress_context__
+                setattr(clone, link, cut)
+    return clone
 
 
 def _where(claim: Claim) -> str:
