@@ -57,7 +57,7 @@ def test_every_error_of_errors_py_is_exported() -> None:
         and value.__module__ == errors.__name__
     }
     assert set(_exported_errors()) == defined
-    assert len(defined) == 14
+    assert len(defined) == 15
 
 
 @pytest.mark.parametrize("name", _exported_errors())
