@@ -26,6 +26,7 @@ from oncely.engine import (
     DEFAULT_LEASE,
     DEFAULT_MISFIRE_LIMIT,
     DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT,
     Delivery,
     Engine,
     Explanation,
@@ -114,6 +115,7 @@ class App:
         pause_after: int | None = None,
         misfire_limit: int = DEFAULT_MISFIRE_LIMIT,
         lease: timedelta = DEFAULT_LEASE,
+        timeout: timedelta | None = DEFAULT_TIMEOUT,
     ) -> Callable[[Handler], Job]: ...
 
     def job(
@@ -130,9 +132,11 @@ class App:
         pause_after: int | None = None,
         misfire_limit: int = DEFAULT_MISFIRE_LIMIT,
         lease: timedelta = DEFAULT_LEASE,
+        timeout: timedelta | None = DEFAULT_TIMEOUT,
     ) -> Job | Callable[[Handler], Job]:
         """Declare a job: ``@app.job(trigger, ...)``, or ``@app.job()`` for one scheduled at run
-        time. The schedule of a job with a trigger is keyed by the job's name.
+        time. The schedule of a job with a trigger is keyed by the job's name. An attempt still
+        running after ``timeout`` (default 1 hour; None: none) fails loudly and frees its slot.
 
         Raises `ConfigurationError` for an option oncely cannot use or a name declared twice.
         """
@@ -158,6 +162,7 @@ class App:
                 pause_after=pause_after,
                 misfire_limit=misfire_limit,
                 lease=lease,
+                timeout=timeout,
             )
             with self._lock:
                 if job_name in self._jobs:

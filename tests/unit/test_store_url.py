@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 
 import pytest
@@ -94,3 +95,26 @@ def test_a_redis_url_is_shown_without_its_password_whatever_it_holds(url: str) -
     assert "127.0.0.1:6379/0" in shown
     for secret in ("pa", "ss@", "w?rd", "secret", "other"):
         assert secret not in shown.replace("password", ""), shown
+
+
+@pytest.mark.parametrize(
+    ("where", "reason"),
+    [
+        (
+            "127.0.0.1:5432/oncely_no_such_database",
+            'database "oncely_no_such_database" does not exist',
+        ),
+        ("127.0.0.1:1/nowhere", "Connection refused"),
+    ],
+)
+def test_an_unreachable_postgres_says_why_at_once(where: str, reason: str) -> None:
+    """Before: "cannot connect to PostgreSQL: couldn't get a connection after 5.00 sec", after
+    waiting out the pool, whatever the cause."""
+    app = oncely.App(f"postgresql://postgres@{where}")
+    began = time.monotonic()
+    with pytest.raises(StoreUnavailable) as raised:
+        app.schedules()
+    assert time.monotonic() - began < 3.0
+    assert reason in str(raised.value)
+    assert str(raised.value).startswith("cannot connect to PostgreSQL at postgres@127.0.0.1")
+    app.close()

@@ -210,6 +210,21 @@ class Executor:
         finally:
             _calling.reset(token)
 
+    def timed_out(self, claim: Claim, job: Job) -> Finished:
+        """The failure to book for ``claim``'s attempt, still running past ``job.timeout``.
+
+        Retried like any failure, except at_most_once: the attempt may still have its effect.
+        """
+        assert job.timeout is not None
+        error = (
+            f"timed out: attempt {claim.attempt} was still running after its job's timeout of "
+            f"{age(job.timeout)}; it failed and its handler slot was freed (the handler itself "
+            "cannot be stopped: it runs on, and what it returns is not booked)"
+        )
+        final = job.delivery == "at_most_once" or claim.attempt >= job.retries
+        retry_at = None if final else self.clock() + backoff(claim.attempt, self.rng)
+        return Finished(claim, job, error, final=final, retry_at=retry_at)
+
     def _failed(self, claim: Claim, job: Job, exc: Exception) -> Finished:
         error = "".join(traceback.format_exception(exc))[-_ERROR_CHARS:]
         final = isinstance(exc, Terminal) or claim.attempt >= job.retries

@@ -78,6 +78,7 @@ class Cycle:
         self._start_early()
         try:
             self.step = (started, "booking outcomes")
+            self._pool.expire()
             booked = self.book()
             if not draining:
                 self._serve(booked)
@@ -204,9 +205,9 @@ class Cycle:
                 first = self._shared.early[0].claim.run_after if self._shared.early else None
             if first is not None:
                 delays.append((first - now).total_seconds())
-        stall = self._pool.next_stall()
-        if stall is not None:
-            delays.append(stall)
+        for coming in (self._pool.next_stall(), self._pool.next_timeout()):
+            if coming is not None:
+                delays.append(coming)
         return max(min(delays), 0.0)
 
     def busy(self) -> bool:

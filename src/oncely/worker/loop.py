@@ -127,6 +127,7 @@ class Worker:
         self._changes = ChangeChannel(lambda: self.store, self._on_change, wake_cap=wake_cap)
         self._signals = Signals(self.stop, lambda: self._stopping)
         self.metrics.in_flight_from(lambda: self.in_flight)
+        self.health.stuck_from(lambda: (self._pool.stuck(), self.concurrency))
 
     @property
     def engine(self) -> Engine:

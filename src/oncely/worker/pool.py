@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from oncely.engine import Engine, Finished, Job, Run, claim_fields
+from oncely.engine import Engine, Finished, Job, Run, age, claim_fields
 from oncely.errors import StoreError
 from oncely.model import Claim
 from oncely.worker.metrics import Metrics
@@ -55,6 +55,9 @@ class Shared:
     early: list[Held] = field(default_factory=list)
     running: dict[int, Held] = field(default_factory=dict)
     started_at: dict[int, float] = field(default_factory=dict)
+    # Attempts failed at their job's timeout whose handlers have not returned yet: each still
+    # holds a thread, but no longer a slot.
+    expired: dict[int, Held] = field(default_factory=dict)
     finished: list[Finished] = field(default_factory=list)
     threads: int = 0
     # Threads waiting on ``work`` for claims.
@@ -157,9 +160,71 @@ class HandlerPool:
             wanted = math.ceil(len(shared.ready) * shared.duration / _SHARE_S)
         return min(max(wanted, 1), self.concurrency)
 
+    def expire(self) -> None:
+        """Fail the attempts running past their job's timeout, and free their slots.
+
+        The handler cannot be stopped (Python has no way to kill a thread): it runs on, told
+        through ``run.lease_lost``, and what it returns is not booked. Its thread no longer
+        counts: another is started for the claims waiting.
+        """
+        shared, now = self.shared, time.monotonic()
+        late: list[tuple[Held, float]] = []
+        with shared.lock:
+            for key, held in list(shared.running.items()):
+                timeout = held.job.timeout
+                began = shared.started_at[key]
+                if timeout is None or now - began < timeout.total_seconds():
+                    continue
+                del shared.running[key]
+                del shared.started_at[key]
+                shared.expired[key] = held
+                shared.threads -= 1
+                late.append((held, now - began))
+        if not late:
+            return
+        executor = self._engine().executor
+        failed = []
+        for held, ran in late:
+            claim = held.claim
+            if held.run is not None:
+                held.run.mark_lease_lost()
+            log.error(
+                "oncely: %s %r at %s: attempt %d ran past its timeout of %s (%.0f s); it fails "
+                "and its slot is freed (its handler thread runs on: Python cannot stop it)",
+                held.job.name,
+                claim.key,
+                claim.scheduled_for.isoformat(),
+                claim.attempt,
+                age(held.job.timeout) if held.job.timeout is not None else "none",
+                ran,
+                extra=claim_fields(claim),
+            )
+            failed.append(executor.timed_out(claim, held.job))
+        with shared.lock:
+            shared.finished.extend(failed)
+        for held, _ in late:
+            self._metrics.outcome(held.job.name, "timed_out")
+
+    def stuck(self) -> int:
+        """Handlers still running past their job's timeout."""
+        with self.shared.lock:
+            return len(self.shared.expired)
+
+    def next_timeout(self) -> float | None:
+        """Seconds until the next running handler reaches its job's timeout."""
+        shared, now = self.shared, time.monotonic()
+        with shared.lock:
+            coming = [
+                shared.started_at[key] + held.job.timeout.total_seconds() - now
+                for key, held in shared.running.items()
+                if held.job.timeout is not None
+            ]
+        return min(coming, default=None)
+
     def _handle(self) -> None:
         """A handler thread: run waiting claims one after another, and wait for more."""
         shared = self.shared
+        counted = True  # in shared.threads; not once its attempt timed out
         try:
             while True:
                 with shared.work:
@@ -173,30 +238,45 @@ class HandlerPool:
                         break
                     held = shared.ready.popleft()
                     began = time.monotonic()
-                    shared.running[held.claim.occurrence_id] = held
-                    shared.started_at[held.claim.occurrence_id] = began
+                    key = held.claim.occurrence_id
+                    shared.running[key] = held
+                    shared.started_at[key] = began
                 finished = None
                 try:
                     finished = self.run_one(held)
                 finally:
                     took = time.monotonic() - began
                     with shared.lock:
-                        del shared.running[held.claim.occurrence_id]
-                        del shared.started_at[held.claim.occurrence_id]
-                        shared.duration = (
-                            took
-                            if shared.duration is None
-                            else shared.duration + _DURATION_WEIGHT * (took - shared.duration)
-                        )
-                        if finished is not None:
-                            shared.finished.append(finished)
+                        if shared.expired.pop(key, None) is not None:
+                            counted = False
+                        else:
+                            del shared.running[key]
+                            del shared.started_at[key]
+                            shared.duration = (
+                                took
+                                if shared.duration is None
+                                else shared.duration + _DURATION_WEIGHT * (took - shared.duration)
+                            )
+                            if finished is not None:
+                                shared.finished.append(finished)
+                if not counted:
+                    log.warning(
+                        "oncely: %s %r: the handler that ran past its timeout returned after "
+                        "%.0f s; what it returned is not booked",
+                        held.job.name,
+                        held.claim.key,
+                        took,
+                        extra=claim_fields(held.claim),
+                    )
+                    return
                 self._finished()
         except BaseException:
             log.exception("oncely: a handler thread failed; its claims are left to expire")
             raise
         finally:
-            with shared.lock:
-                shared.threads -= 1
+            if counted:
+                with shared.lock:
+                    shared.threads -= 1
             self._finished()
 
     def run_one(self, held: Held) -> Finished | None:
