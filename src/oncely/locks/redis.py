@@ -88,10 +88,16 @@ class RedisProvider(LockProvider):
         self.prefix = prefix
         # Imported here, not with oncely: redis-py (and the OpenTelemetry it pulls in) took a
         # third of a worker's start-up in every app, most of which use no Redis.
-        from redis import Redis
-        from redis.backoff import NoBackoff
-        from redis.exceptions import RedisError
-        from redis.retry import Retry
+        try:
+            from redis import Redis
+            from redis.backoff import NoBackoff
+            from redis.exceptions import RedisError
+            from redis.retry import Retry
+        except ImportError as exc:
+            raise ConfigurationError(
+                f"a Redis lock provider needs redis-py, which is not installed ({exc}); install "
+                "it with: pip install 'oncely[redis]'"
+            ) from exc
 
         self._failures: tuple[type[Exception], ...] = (RedisError, OSError)
         try:
