@@ -10,6 +10,7 @@ seen. Leases are extended by a thread of their own (`leases`), never by the loop
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -88,6 +89,7 @@ class Worker:
             every=sweep_every,
         )
         self._engine: Engine | None = None
+        self._engine_lock = threading.Lock()
         self._http_address = http
         self._server: HttpServer | None = None
         self._stopping = False
@@ -136,11 +138,16 @@ class Worker:
         Opened by the loop, not before it: a database that is down when the worker starts is an
         outage to wait out like any other, not a reason to exit.
         """
-        if self._engine is None:
-            engine = self._parts.engine()
-            engine.store.reserve(self.concurrency + _OWN_CONNECTIONS)
-            self._engine = engine
-        return self._engine
+        engine = self._engine
+        if engine is None:
+            # The loop, the heartbeats and the change channel each ask first, from their threads.
+            with self._engine_lock:
+                engine = self._engine
+                if engine is None:
+                    engine = self._parts.engine()
+                    engine.store.reserve(self.concurrency + _OWN_CONNECTIONS)
+                    self._engine = engine
+        return engine
 
     @property
     def store(self) -> Store:
