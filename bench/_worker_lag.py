@@ -73,16 +73,16 @@ BENCH_DIR = Path(__file__).resolve().parent
 STOP_S = 40.0
 #: The loop's steps whose time the profile reports: label, file, function.
 PROFILED = (
-    ("cycle (all the loop's work)", "worker/loop.py", "_cycle"),
+    ("cycle (all the loop's work)", "worker/cycle.py", "turn"),
     ("  materialise (due_schedules, then one transaction per schedule)", "engine/tick.py",
      "_materialise"),
-    ("  claim", "worker/loop.py", "_claim"),
-    ("  book outcomes", "worker/loop.py", "_book"),
-    ("  heartbeat (extend leases)", "worker/loop.py", "_heartbeat"),
-    ("  next due time (sleep target)", "worker/loop.py", "_next_due"),
+    ("  claim", "worker/cycle.py", "_claim"),
+    ("  book outcomes", "worker/cycle.py", "book"),
+    ("  next due time (sleep target)", "worker/cycle.py", "next_due"),
     ("  housekeeping", "worker/housekeeping.py", "maybe_sweep"),
-    ("  start handler threads", "worker/loop.py", "_dispatch"),
-    ("asleep (waiting for a wake-up)", "worker/loop.py", "wait"),
+    ("  start handler threads", "worker/pool.py", "dispatch"),
+    ("asleep (waiting for a wake-up)", "worker/wakeups.py", "wait"),
+    ("heartbeats (their own thread: one statement per beat)", "worker/leases.py", "beat"),
 )  # fmt: skip
 
 

@@ -8,8 +8,10 @@ prints the history: every occurrence, which process ran it, and the count of dup
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
@@ -47,13 +49,10 @@ def charge(run: oncely.Run) -> None:
 
 
 def worker(seconds: float) -> None:
-    """Tick until the deadline, sleeping until the next due time (``oncely run`` will do this)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        app.tick()
-        due = app.store.next_due_at()
-        wait = 0.5 if due is None else (due - datetime.now(UTC)).total_seconds()
-        time.sleep(min(max(wait, 0.01), 0.5, max(deadline - time.monotonic(), 0)))
+    """The real worker loop, `app.run_worker()` (what ``oncely run demo:app`` runs), stopped
+    after ``seconds`` by SIGTERM, as a deploy stops it: it drains, then returns."""
+    threading.Timer(seconds, os.kill, (os.getpid(), signal.SIGTERM)).start()
+    app.run_worker(concurrency=4)
     app.close()
 
 

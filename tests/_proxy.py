@@ -21,6 +21,7 @@ class TcpProxy:
         self.upstream = (upstream_host, upstream_port)
         self._lock = threading.Lock()
         self._cut = False
+        self._refusing = False
         self._closed = False
         self._sockets: set[socket.socket] = set()
         self._listener: socket.socket | None = None
@@ -43,10 +44,17 @@ class TcpProxy:
         for sock in doomed:
             _hang_up(sock)
 
+    def refuse_new(self) -> None:
+        """Refuse new connections until `restore`, keeping those already through: a server at
+        its connection limit, to every client but the ones it already serves."""
+        with self._lock:
+            self._refusing = True
+
     def restore(self) -> None:
         """Let new connections through again."""
         with self._lock:
             self._cut = False
+            self._refusing = False
 
     def close(self) -> None:
         """Cut everything and stop listening."""
@@ -66,7 +74,7 @@ class TcpProxy:
             except OSError:
                 return  # closed
             with self._lock:
-                refuse = self._cut or self._closed
+                refuse = self._cut or self._refusing or self._closed
             if refuse:
                 _hang_up(client)
                 continue

@@ -19,6 +19,7 @@ from oncely.errors import (
     TenantMismatch,
     Terminal,
     TickFailed,
+    TransactionTooLong,
     UnknownJob,
     UnknownSchedule,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "Terminal",
     "TickFailed",
     "TickReport",
+    "TransactionTooLong",
     "UnknownJob",
     "UnknownSchedule",
     "at",

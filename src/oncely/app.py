@@ -26,6 +26,7 @@ from oncely.engine import (
     DEFAULT_LEASE,
     DEFAULT_MISFIRE_LIMIT,
     DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT,
     Delivery,
     Engine,
     Explanation,
@@ -55,7 +56,7 @@ from oncely.recurrence import At, Instance, RRule, Trigger, as_utc
 from oncely.store import DEFAULT_URL, Store, StoreUrl, open_store
 
 if TYPE_CHECKING:
-    from oncely.worker.embedded import Embedded
+    from oncely.worker import Embedded, Parts
 
 Handler = Callable[[Run], Any]
 H = TypeVar("H", bound=Handler)
@@ -88,6 +89,8 @@ class App:
         self._store: Store | None = None
         self._migrated = False
         self._engine: Engine | None = None
+        # The engines of this app's workers, each their own (an engine is not thread-safe).
+        self._worker_engines: weakref.WeakSet[Engine] = weakref.WeakSet()
         self._lock = threading.RLock()
         self._embedded: Embedded | None = None
         _APPS.add(self)
@@ -112,6 +115,7 @@ class App:
         pause_after: int | None = None,
         misfire_limit: int = DEFAULT_MISFIRE_LIMIT,
         lease: timedelta = DEFAULT_LEASE,
+        timeout: timedelta | None = DEFAULT_TIMEOUT,
     ) -> Callable[[Handler], Job]: ...
 
     def job(
@@ -128,9 +132,11 @@ class App:
         pause_after: int | None = None,
         misfire_limit: int = DEFAULT_MISFIRE_LIMIT,
         lease: timedelta = DEFAULT_LEASE,
+        timeout: timedelta | None = DEFAULT_TIMEOUT,
     ) -> Job | Callable[[Handler], Job]:
         """Declare a job: ``@app.job(trigger, ...)``, or ``@app.job()`` for one scheduled at run
-        time. The schedule of a job with a trigger is keyed by the job's name.
+        time. The schedule of a job with a trigger is keyed by the job's name. An attempt still
+        running after ``timeout`` (default 1 hour; None: none) fails loudly and frees its slot.
 
         Raises `ConfigurationError` for an option oncely cannot use or a name declared twice.
         """
@@ -156,6 +162,7 @@ class App:
                 pause_after=pause_after,
                 misfire_limit=misfire_limit,
                 lease=lease,
+                timeout=timeout,
             )
             with self._lock:
                 if job_name in self._jobs:
@@ -164,8 +171,9 @@ class App:
                         "key their schedules, so give one of them name="
                     )
                 self._jobs[job_name] = job
-                if self._engine is not None:
-                    self._engine.reconciled = False
+                for engine in [self._engine, *self._worker_engines]:
+                    if engine is not None:
+                        engine.reconciled = False
             return job
 
         return declare
@@ -374,7 +382,7 @@ class App:
         running loop and may start its own (gunicorn's ``post_fork``). Raises
         `ConfigurationError` for options the worker cannot use.
         """
-        from oncely.worker.embedded import Embedded
+        from oncely.worker import Embedded
 
         with self._lock:
             if self._embedded is None:
@@ -434,9 +442,28 @@ class App:
             return self._store
 
     def _sync_clock(self) -> None:
-        """Measure the default clock's offset to the database again, once a minute at most."""
+        """Sample the default clock's database time again, once a minute at most."""
         if isinstance(self._clock, DatabaseClock):
             self._clock.sync(self.store)
+
+    def worker_parts(self) -> Parts:
+        """What a worker of this app is built from (`oncely.worker.Worker` asks for it): this
+        app assembles them, and the worker reaches for nothing else of it."""
+        from oncely.worker import Parts
+
+        return Parts(
+            engine=self._worker_engine,
+            clock=self.now,
+            sync_clock=self._sync_clock,
+            locks=StoreProvider(lambda: self.store, self.now),
+            jobs=lambda: self.jobs,
+        )
+
+    def _worker_engine(self) -> Engine:
+        engine = Engine(self.store, self._jobs, self.now)
+        with self._lock:
+            self._worker_engines.add(engine)
+        return engine
 
     def close(self) -> None:
         """Stop a loop `start` began (as `stop` does), then release the store's connections and

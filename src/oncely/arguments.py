@@ -83,6 +83,23 @@ def shown(value: object) -> str:
     return text if len(text) <= 60 else f"{text[:57]}..."
 
 
+def redacted(url: object) -> str:
+    """``url`` for messages: scheme, user, host, port and path; no password, no query string
+    (drivers also read ``?password=``). The user information ends at the last ``@``: a
+    password may hold a raw ``/``, ``?`` or ``#`` (split at the first ``/``, the password of
+    ``redis://:pa/ss@host`` was shown whole)."""
+    text = str(url)
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        return text.split("?", 1)[0].split("@")[-1]
+    userinfo, at, location = rest.rpartition("@")
+    user = userinfo.partition(":")[0] if at else ""
+    host, slash, path = location.partition("/")
+    host = host.split("?", 1)[0].split("#", 1)[0]
+    shown_host = f"{user}@{host}" if user else host
+    return f"{scheme}://{shown_host}{slash}{path.split('?', 1)[0].split('#', 1)[0]}"
+
+
 def _storable(
     what: str, text: str, limit: int, error: type[InvalidSchedule] | type[ConfigurationError]
 ) -> None:

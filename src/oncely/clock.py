@@ -1,9 +1,9 @@
 """The default clock: the database's time, so that instances whose own clocks disagree agree on
 when an occurrence is due and when a lease expires.
 
-Between samples it is this machine's clock plus the offset last measured against the database
-server (a ``SELECT clock_timestamp()``, corrected by half its round trip). SQLite has no server:
-there the offset stays zero.
+A sample is the database server's time (a ``SELECT clock_timestamp()``, corrected by half its
+round trip); between samples the time moves on by `time.monotonic`, never by this machine's
+wall clock. SQLite has no server: there a sample is the machine's clock, read once per sample.
 """
 
 from __future__ import annotations
@@ -36,15 +36,28 @@ def wall() -> datetime:
 
 
 class DatabaseClock:
-    """What ``App(clock=None)`` uses; a clock passed to ``App`` replaces it whole."""
+    """What ``App(clock=None)`` uses; a clock passed to ``App`` replaces it whole.
+
+    Its time is the last sample of the database's plus what `time.monotonic` has counted since,
+    so a step of this machine's clock (an NTP correction, an operator's ``date -s``) changes
+    nothing: the machine's clock is read only when a sample is taken. Stepped an hour ahead, it
+    made every live lease look expired and due work look missed until the next sample. Before
+    the first sample it is the machine's clock.
+    """
 
     def __init__(self) -> None:
         self._offset = timedelta(0)
+        # (time at the sample, time.monotonic() then); None until the first sample.
+        self._sample: tuple[datetime, float] | None = None
         self._synced_at: float | None = None  # time.monotonic() of the last sample
         self._lock = threading.Lock()
 
     def __call__(self) -> datetime:
-        return wall() + self._offset
+        sample = self._sample
+        if sample is None:
+            return wall()
+        at, counted_from = sample
+        return at + timedelta(seconds=time.monotonic() - counted_from)
 
     @property
     def offset(self) -> timedelta:
@@ -52,9 +65,11 @@ class DatabaseClock:
         return self._offset
 
     def sync(self, store: Store, every_s: float = RESYNC_S) -> None:
-        """Measure the offset again if the last sample is ``every_s`` old or there is none.
+        """Take a sample again if the last is ``every_s`` old or there is none.
 
-        Raises what the store raises (`StoreUnavailable`): the offset measured before is kept.
+        A sample that disagrees with the time kept since the one before by more than a second
+        is logged, and taken. Raises what the store raises (`StoreUnavailable`): the sample
+        taken before is kept.
         """
         with self._lock:
             if self._synced_at is not None and time.monotonic() - self._synced_at < every_s:
@@ -70,7 +85,20 @@ class DatabaseClock:
             )
             uncertain = max(_NEGLIGIBLE, timedelta(seconds=round_trip))
             self._offset = measured if abs(measured) > uncertain else timedelta(0)
+            midway = started + round_trip / 2
+            at = sent + timedelta(seconds=round_trip / 2) + self._offset
+            kept = self._sample
+            self._sample = (at, midway)
             self._synced_at = time.monotonic()
+        if kept is not None:
+            drift = at - (kept[0] + timedelta(seconds=midway - kept[1]))
+            if abs(drift) > _NOTABLE:
+                log.warning(
+                    "the time kept since the last sample is %.1f s %s the new sample; oncely "
+                    "takes the new one (the database's clock, or this machine's, was stepped)",
+                    abs(drift.total_seconds()),
+                    "behind" if drift > timedelta(0) else "ahead of",
+                )
         if abs(self._offset) > _NOTABLE and abs(self._offset - previous) > _NOTABLE:
             log.warning(
                 "this machine's clock is %.1f s %s the database's; oncely keeps the database's "

@@ -61,6 +61,10 @@ class StoreUnavailable(StoreError):
     """The store cannot be reached."""
 
 
+class TransactionTooLong(StoreError):
+    """A transaction held the SQLite database's one write lock too long and was rolled back."""
+
+
 class UnknownSchedule(OncelyError, LookupError):
     """No schedule has that key."""
 

@@ -192,7 +192,10 @@ def test_it_is_inert_without_boundaries(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("options", "names"),
     [
-        ({"boundary": ["app.*"]}, "unknown key 'boundary'; the keys are api, boundaries, outside"),
+        (
+            {"boundary": ["app.*"]},
+            "unknown key 'boundary'; the keys are api, attributes, boundaries, outside",
+        ),
         ({"boundaries": "app.modules.*"}, 'e.g. boundaries = \\["app.modules.\\*"\\]'),
         ({"boundaries": ["app.*", 3]}, "boundaries must be a list of module globs"),
         ({"boundaries": ["app.*"], "api": "api.v1"}, 'api must be the name of .* api = "api"'),
@@ -224,3 +227,91 @@ def test_lint_files_passes_the_configured_options(tmp_path: Path) -> None:
     (tmp_path / "app/main.py").write_text("import app.modules.billing.models\n")
     config = LintConfig(root=tmp_path, options={"ONC201": OPTIONS})
     assert [f.code for f in lint_files([tmp_path], config)] == ["ONC201"]
+
+
+ATTRIBUTE_TREE = {
+    "src/app/__init__.py": "",
+    "src/app/core.py": """
+        class App:
+            def __init__(self):
+                self._engine = object()
+            def _sync(self): ...
+            def same(self, other):
+                return other._engine  # the module that defines it
+    """,
+    "src/app/worker/__init__.py": "",
+    "src/app/worker/loop.py": """
+        class Worker:
+            def __init__(self, app):
+                self.app = app
+                self._own = 1
+    """,
+}
+ATTRIBUTES: dict[str, Any] = {"boundaries": ["app.*"], "attributes": "module"}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def run(app):\n    return app._engine",
+        "class W:\n    def go(self):\n        self.app._sync()",
+        "def run(app):\n    return getattr(app, 'x') or app.core._engine",
+    ],
+)
+def test_another_modules_private_names_read_through_an_object_fire(
+    tmp_path: Path, source: str
+) -> None:
+    root = tmp_path
+    for name, text in ATTRIBUTE_TREE.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(textwrap.dedent(text))
+    findings = _lint(root, source, "src/app/worker/loop.py", ATTRIBUTES)
+    assert len(findings) == 1, findings
+    assert "private to app.core; use what it publishes" in findings[0][1]
+
+
+@pytest.mark.parametrize(
+    ("source", "where", "options"),
+    [
+        ("def f(w):\n    return w._own", "src/app/worker/loop.py", ATTRIBUTES),
+        (
+            "class W:\n    def f(self):\n        return self._engine",
+            "src/app/worker/loop.py",
+            ATTRIBUTES,
+        ),
+        ("import os\nos._exit(0)", "src/app/worker/loop.py", ATTRIBUTES),
+        ("def f(t):\n    return t._asdict()", "src/app/worker/loop.py", ATTRIBUTES),
+        ("def f(app):\n    return app._engine", "src/app/core.py", ATTRIBUTES),
+        ("def f(app):\n    return app._engine", "tests/test_core.py", ATTRIBUTES),
+        (
+            "def f(app):\n    return app._engine",
+            "src/app/worker/loop.py",
+            {"boundaries": ["app.*"]},
+        ),
+    ],
+)
+def test_private_names_of_the_module_itself_or_of_no_module_here_do_not_fire(
+    tmp_path: Path, source: str, where: str, options: dict[str, Any]
+) -> None:
+    root = tmp_path
+    for name, text in ATTRIBUTE_TREE.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(textwrap.dedent(text))
+    assert _lint(root, source, where, options) == []
+
+
+def test_attributes_takes_off_or_module() -> None:
+    with pytest.raises(ConfigurationError, match='attributes must be "off" or "module"'):
+        PrivateImportAcrossBoundary({"boundaries": ["app.*"], "attributes": True})
+
+
+def test_oncely_keeps_its_own_layering() -> None:
+    """oncely's pyproject holds its packages to what each publishes (imports and private
+    names); run on main before issue 22, it found 11 reaches, among them the worker's
+    ``self.app._the_engine()``, ``self.app._sync_clock()`` and embedded.py's ``worker._engine``."""
+    from oncely.lint import read_config
+
+    root = Path(__file__).resolve().parents[2]
+    configured = read_config(root / "pyproject.toml")
+    assert configured.options["ONC201"]["attributes"] == "module"
+    assert lint_files([root / "src"], configured, ["ONC201"]) == []

@@ -19,6 +19,10 @@ CREATE INDEX oncely_occurrences_in_progress ON oncely_occurrences (schedule_id)
 CREATE INDEX oncely_occurrences_leased ON oncely_occurrences (lease_expires_at)
     WHERE status = 'running';
 
+-- index oncely_occurrences_prunable
+CREATE INDEX oncely_occurrences_prunable ON oncely_occurrences (scheduled_for)
+    WHERE status IN ('succeeded', 'failed', 'skipped', 'abandoned', 'invalid');
+
 -- index oncely_occurrences_recent
 CREATE INDEX oncely_occurrences_recent ON oncely_occurrences (scheduled_for, id);
 

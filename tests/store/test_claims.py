@@ -72,7 +72,7 @@ def test_an_expired_lease_is_claimable_again_with_a_greater_fence(store: Store) 
     (second,) = claim(store, NOW + LEASE, owner="host#2")
     assert (second.attempt, second.fence, second.reclaimed) == (2, first.fence + 1, True)
     assert store.book_success([first], NOW + LEASE) == []  # the lost worker books nothing
-    assert store.extend(first, NOW + 2 * LEASE) is False
+    assert store.extend_leases([(first, NOW + 2 * LEASE)]) == set()
     assert store.book_success([second], NOW + LEASE) == [second]
 
 
@@ -170,3 +170,23 @@ def test_a_forked_child_opens_its_own_connections(store: Store) -> None:
     assert booked == "True", report
     assert int(identity) != parent
     assert store.history(None)[0].status == "succeeded"  # the parent's connection still works
+
+
+def test_every_held_lease_is_extended_in_one_call_and_a_lost_one_is_left_out(
+    store: Store,
+) -> None:
+    for key in ("a", "b", "c"):
+        defer(store, key)
+    held = claim(store)
+    (taken,) = claim(store, NOW + LEASE, owner="host#2", limit=1)  # one lease ran out
+    (lost,) = [h for h in held if h.occurrence_id == taken.occurrence_id]
+    first, second = [h for h in held if h is not lost]
+    later = NOW + LEASE + timedelta(seconds=1)
+    leases = [(first, later), (lost, later), (second, later + timedelta(seconds=10))]
+    assert store.extend_leases(leases) == {first.occurrence_id, second.occurrence_id}
+    assert store.extend_leases([]) == set()
+    # Each lease moved to its own time; the one taken over stays its new holder's.
+    (again,) = claim(store, later + timedelta(seconds=5), owner="host#3")
+    assert again.occurrence_id == first.occurrence_id
+    running = {o.key: o.worker for o in store.history(None, status="running")}
+    assert running == {first.key: "host#3", lost.key: "host#2", second.key: "host#1"}

@@ -78,3 +78,58 @@ def test_an_injected_clock_replaces_the_database_clock(postgres_url: str) -> Non
         assert app.now() == frozen
     finally:
         app.close()
+
+
+def _step(monkeypatch: pytest.MonkeyPatch, by: timedelta) -> None:
+    """This machine's clock stepped by ``by`` (an NTP correction, ``date -s``) from now on."""
+    monkeypatch.setattr(oncely.clock, "wall", lambda: datetime.now(UTC) + by)
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
+def test_a_step_of_the_machine_clock_changes_nothing_between_samples(
+    store: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = oncely.App(request.getfixturevalue(f"{store}_url"))
+    try:
+        app.schedules()  # the first sample
+        _step(monkeypatch, timedelta(hours=1))
+        assert abs(app.now() - datetime.now(UTC)) < timedelta(seconds=1)
+        _step(monkeypatch, -timedelta(hours=1))
+        assert abs(app.now() - datetime.now(UTC)) < timedelta(seconds=1)
+    finally:
+        app.close()
+
+
+def test_on_postgres_a_sample_after_a_step_keeps_the_database_time(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = oncely.App(postgres_url)
+    try:
+        clock = DatabaseClock()
+        clock.sync(app.store)
+        _step(monkeypatch, timedelta(hours=1))
+        with caplog.at_level(logging.WARNING, logger="oncely.clock"):
+            clock.sync(app.store, every_s=0)
+        assert abs(clock() - datetime.now(UTC)) < timedelta(seconds=1)
+        (logged,) = [r.getMessage() for r in caplog.records]
+        assert logged.startswith("this machine's clock is 3600.0 s ahead of the database's")
+    finally:
+        app.close()
+
+
+def test_a_sample_that_disagrees_widely_with_the_time_kept_is_logged(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = oncely.App(sqlite_url)
+    try:
+        clock = DatabaseClock()
+        clock.sync(app.store)
+        _step(monkeypatch, timedelta(minutes=5))
+        with caplog.at_level(logging.WARNING, logger="oncely.clock"):
+            clock.sync(app.store, every_s=0)
+        (logged,) = [r.getMessage() for r in caplog.records]
+        assert logged.startswith("the time kept since the last sample is 300.0 s behind the new")
+        # SQLite has no other time: the machine's, stepped, is taken.
+        assert abs(clock() - (datetime.now(UTC) + timedelta(minutes=5))) < timedelta(seconds=1)
+    finally:
+        app.close()

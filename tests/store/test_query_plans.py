@@ -4,9 +4,10 @@ Both failures these guard against were seen in bench/engine.py: SQLite, with sta
 many schedules and few occurrences, scanned every schedule on every tick; PostgreSQL, right after a
 burst (statistics still saying "nearly empty"), read and sorted the whole backlog on every claim.
 
-Housekeeping has no index on the occurrences (one would cost every claim and booking): pruning
-reads them until it has its batch, never sorts, and deletes by primary key; the sweeps' one index
-serves their listing and their pruning.
+Pruning reads the partial index of finished occurrences (oncely_occurrences_prunable), oldest
+first, never sorts, and deletes by primary key: without it a sweep read the occurrence table until
+it had its batch, 61 ms at 300,000 rows and growing with history. The sweeps' one index serves
+their listing and their pruning.
 """
 
 from __future__ import annotations
@@ -118,6 +119,7 @@ def test_sqlite_housekeeping_reads_what_it_needs(sqlite_url: str) -> None:
 
         pruning = plan("prune_occurrences")
         assert "SEARCH oncely_occurrences USING INTEGER PRIMARY KEY (rowid=?)" in pruning, pruning
+        assert any("INDEX oncely_occurrences_prunable" in step for step in pruning), pruning
         assert not any("TEMP B-TREE" in step for step in pruning), pruning
         assert plan("prune_sweeps") == [
             "SEARCH oncely_sweeps USING INDEX oncely_sweeps_finished (finished_at<?)"
@@ -150,6 +152,7 @@ def test_postgres_housekeeping_reads_what_it_needs(postgres_url: str) -> None:
         # a batch of a sixth of the table: still no second pass over it, and no sort
         pruning = plan("prune_occurrences", NOW + timedelta(days=3650))
         assert "Index Scan using oncely_occurrences_pkey" in pruning, pruning
+        assert "using oncely_occurrences_prunable" in pruning, pruning
         assert "Limit" in pruning, pruning
         assert "Sort" not in pruning, pruning
         assert "Hash" not in pruning, pruning

@@ -298,7 +298,7 @@ def test_an_attempt_whose_lease_was_extended_after_it_was_read_is_not_abandoned(
         def extend_first(*args: object, **kwargs: object) -> object:
             if not extended:
                 store._write = write  # type: ignore[attr-defined]
-                extended.append(store.extend(held, later + LEASE))
+                extended.append(bool(store.extend_leases([(held, later + LEASE)])))
             return write(*args, **kwargs)
 
         store._write = extend_first  # type: ignore[attr-defined]
@@ -306,7 +306,8 @@ def test_an_attempt_whose_lease_was_extended_after_it_was_read_is_not_abandoned(
         store._write = write  # type: ignore[attr-defined]
         assert extended == [True]
     else:
-        assert store.extend(held, later + LEASE)  # PostgreSQL reads and writes under the lock
+        # PostgreSQL reads and writes under the lock
+        assert store.extend_leases([(held, later + LEASE)])
         abandoned = original(now=later, jobs=["sync"], reason="lost")
     assert abandoned == []
     (row,) = store.history(None, key="c1")

@@ -57,7 +57,7 @@ def test_every_error_of_errors_py_is_exported() -> None:
         and value.__module__ == errors.__name__
     }
     assert set(_exported_errors()) == defined
-    assert len(defined) == 14
+    assert len(defined) == 15
 
 
 @pytest.mark.parametrize("name", _exported_errors())
@@ -146,3 +146,30 @@ print("redis" in sys.modules)
 def test_an_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="has no attribute 'Nonexistent'"):
         _ = oncely.Nonexistent  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("blocked", "code", "extra"),
+    [
+        ("psycopg", "oncely.App('postgresql://postgres@127.0.0.1/x').schedules()", "postgres"),
+        ("redis", "oncely.locks.redis('redis://127.0.0.1:6379/0')", "redis"),
+    ],
+)
+def test_a_url_whose_driver_is_not_installed_names_the_extra(
+    blocked: str, code: str, extra: str, tmp_path: Path
+) -> None:
+    """SQLite-only users install no PostgreSQL or Redis driver (``oncely[postgres]`` and
+    ``oncely[redis]`` are extras); a URL that needs one says which to install."""
+    script = f"""\\
+import sys
+sys.modules[{blocked!r}] = None  # as if it were not installed
+import oncely
+app = oncely.App("sqlite:///{tmp_path / "oncely.db"}")
+app.schedules()
+try:
+    {code}
+except oncely.ConfigurationError as exc:
+    print(exc)
+"""
+    out = _fresh_python(script)
+    assert f"pip install 'oncely[{extra}]'" in out, out

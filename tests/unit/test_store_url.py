@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 
 import pytest
 
+import oncely
 from oncely import OncelyError, StoreUnavailable
 from oncely.errors import ConfigurationError
 from oncely.store import PostgresStore, SqliteStore, StoreUrl, open_store
@@ -56,3 +58,63 @@ def test_an_unopenable_sqlite_file_is_store_unavailable() -> None:
     store = open_store("sqlite:////nonexistent-dir/for/oncely.db")
     with pytest.raises(StoreUnavailable, match="SQLite"):
         store.schema_version()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresx://bob:secret@db.internal:5432/app",
+        "mysql://bob:secret@db.internal/app",
+        "postgresql+psycopg://bob:se/cret@db.internal/app",
+    ],
+)
+def test_a_mistyped_scheme_names_the_url_without_its_password(url: str) -> None:
+    with pytest.raises(ConfigurationError) as raised:
+        oncely.App(url)
+    message = str(raised.value)
+    assert "cret" not in message
+    assert "bob@db.internal" in message
+    assert "neither SQLite nor PostgreSQL" in message
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://:pa/ss@127.0.0.1:6379/0",
+        "redis://bob:pa/ss@127.0.0.1:6379/0",
+        "redis://:p@ss/w?rd#x@127.0.0.1:6379/0",
+        "redis://bob:secret@127.0.0.1:6379/0?password=other",
+    ],
+)
+def test_a_redis_url_is_shown_without_its_password_whatever_it_holds(url: str) -> None:
+    try:
+        shown = repr(oncely.locks.redis(url))
+    except ConfigurationError as exc:  # redis-py cannot read it: the error says how to write it
+        shown = str(exc)
+        assert "percent-encoded" in shown
+    assert "127.0.0.1:6379/0" in shown
+    for secret in ("pa", "ss@", "w?rd", "secret", "other"):
+        assert secret not in shown.replace("password", ""), shown
+
+
+@pytest.mark.parametrize(
+    ("where", "reason"),
+    [
+        (
+            "127.0.0.1:5432/oncely_no_such_database",
+            'database "oncely_no_such_database" does not exist',
+        ),
+        ("127.0.0.1:1/nowhere", "Connection refused"),
+    ],
+)
+def test_an_unreachable_postgres_says_why_at_once(where: str, reason: str) -> None:
+    """Before: "cannot connect to PostgreSQL: couldn't get a connection after 5.00 sec", after
+    waiting out the pool, whatever the cause."""
+    app = oncely.App(f"postgresql://postgres@{where}")
+    began = time.monotonic()
+    with pytest.raises(StoreUnavailable) as raised:
+        app.schedules()
+    assert time.monotonic() - began < 3.0
+    assert reason in str(raised.value)
+    assert str(raised.value).startswith("cannot connect to PostgreSQL at postgres@127.0.0.1")
+    app.close()

@@ -391,12 +391,6 @@ def test_start_with_an_unusable_http_address_raises_and_starts_nothing(
     assert app._embedded is None or app._embedded.worker is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="App.start(http=) binds on the loop's thread: an address in use is logged as a "
-    "failed loop, and start() returns as if serving (its docstring: raises ConfigurationError "
-    "for options the worker cannot use)",
-)
 def test_start_with_an_http_address_in_use_raises(app: oncely.App) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

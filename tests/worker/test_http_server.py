@@ -150,3 +150,33 @@ def test_parse_address(address: str, expected: tuple[str, int]) -> None:
 def test_a_bad_address_is_a_configuration_error(address: str, message: str) -> None:
     with pytest.raises(ConfigurationError, match=message):
         HttpServer(address, Health(60.0), Metrics())
+
+
+def test_300_idle_connections_are_capped_timed_out_and_healthz_answers(health: Health) -> None:
+    """Idle clients cost a thread each until they hung up: 4,000 made 3,962 threads, and 196
+    idle sockets under a 200-descriptor limit made /healthz time out."""
+    import threading
+
+    from oncely.worker import server as module
+
+    with HttpServer("127.0.0.1:0", health, Metrics()) as server:
+        before = threading.active_count()
+        idle = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(300)]
+        try:
+            time.sleep(0.5)
+            assert threading.active_count() - before <= module.MAX_CLIENTS
+            began = time.monotonic()
+            while True:  # the capped slots free up when their idle clients time out
+                try:
+                    status, _, _ = get(server, "/healthz")
+                    break
+                except OSError:
+                    assert time.monotonic() - began < module.CLIENT_TIMEOUT_S + 3
+                    time.sleep(0.1)
+            assert status == health.status()[0]
+            for sock in idle:  # every idle one was hung up on: refused, or timed out
+                sock.settimeout(module.CLIENT_TIMEOUT_S + 3)
+                assert sock.recv(1) == b""
+        finally:
+            for sock in idle:
+                sock.close()

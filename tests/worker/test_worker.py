@@ -412,7 +412,7 @@ def test_a_claim_whose_lease_ran_out_while_it_waited_is_not_started(
     url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     from oncely.testing import Clock
-    from oncely.worker.loop import _Held
+    from oncely.worker.pool import Held
 
     clock = Clock(_now())
     app = oncely.App(url, clock=clock)
@@ -427,7 +427,7 @@ def test_a_claim_whose_lease_ran_out_while_it_waited_is_not_started(
     (claim,) = worker.engine.claim(5)
     clock.advance(seconds=5)  # the loop, starved, never extended it
     with caplog.at_level(logging.WARNING, logger="oncely"):
-        assert worker._run_one(_Held(claim, worker.engine.jobs["report"])) is None
+        assert worker._pool.run_one(Held(claim, worker.engine.jobs["report"])) is None
     assert ran == []
     assert "its lease ran out while it waited for a handler slot" in caplog.text
     assert [c.key for c in app._the_engine().claim(5)] == ["r1"]  # free for any worker
@@ -438,7 +438,7 @@ def test_a_claim_whose_lease_ran_out_while_it_waited_is_given_back_not_abandoned
     url: str,
 ) -> None:
     from oncely.testing import Clock
-    from oncely.worker.loop import _Held
+    from oncely.worker.pool import Held
 
     clock = Clock(_now())
     app = oncely.App(url, clock=clock)
@@ -451,7 +451,7 @@ def test_a_claim_whose_lease_ran_out_while_it_waited_is_given_back_not_abandoned
     worker = Worker(app)
     (claim,) = worker.engine.claim(5)
     clock.advance(seconds=5)  # the loop, starved, never extended it
-    assert worker._run_one(_Held(claim, worker.engine.jobs["charge"])) is None
+    assert worker._pool.run_one(Held(claim, worker.engine.jobs["charge"])) is None
     app.tick()  # abandons lost at_most_once attempts, then claims
     (occurrence,) = app.history(key="c1")
     assert (occurrence.status, occurrence.attempts) == ("succeeded", 1)
@@ -505,7 +505,7 @@ def test_a_backlog_is_claimed_cycle_after_cycle_without_preparing_again(
     a drain prepare again (materialise and the wake-up queries): more than a quarter of the
     loop's time."""
     from oncely.engine import Engine, TickReport
-    from oncely.worker import loop
+    from oncely.worker import pacing
 
     app = oncely.App(url)
     prepares, claims = [0], [0]
@@ -522,7 +522,7 @@ def test_a_backlog_is_claimed_cycle_after_cycle_without_preparing_again(
     monkeypatch.setattr(Engine, "prepare", counted_prepare)
     monkeypatch.setattr(Engine, "claim", counted_claim)
     # Five claims at a time (one handler, four waiting): the backlog outlasts twenty claims.
-    monkeypatch.setattr(loop, "_PREFETCH_MAX", 4)
+    monkeypatch.setattr(pacing, "PREFETCH_MAX", 4)
     done: list[int] = []
 
     @app.job(overlap="allow")
@@ -541,19 +541,19 @@ def test_a_backlog_is_claimed_cycle_after_cycle_without_preparing_again(
 def test_the_lead_grows_at_once_and_shrinks_slowly() -> None:
     """Lesson from the lag benchmark: the lead was the last prepare's time, so one quick prepare
     cut it to milliseconds and the next second's rows, written after all, came late."""
-    from oncely.worker.loop import _LEAD_MAX, _LEAD_MIN, _Lead
+    from oncely.worker.pacing import LEAD_MAX, LEAD_MIN, Lead
 
-    lead = _Lead()
-    assert lead.seconds == _LEAD_MIN
+    lead = Lead()
+    assert lead.seconds == LEAD_MIN
     lead.learn(0.5)
     assert lead.seconds == pytest.approx(0.75)
     lead.learn(0.001)
     assert lead.seconds == pytest.approx(0.675)
     for _ in range(100):
         lead.learn(0.001)
-    assert lead.seconds == _LEAD_MIN
+    assert lead.seconds == LEAD_MIN
     lead.learn(60.0)
-    assert lead.seconds == _LEAD_MAX
+    assert lead.seconds == LEAD_MAX
 
 
 def test_waiting_out_what_it_cannot_claim_a_worker_still_wakes_for_the_next_due_time(
@@ -573,14 +573,14 @@ def test_waiting_out_what_it_cannot_claim_a_worker_still_wakes_for_the_next_due_
     app.defer(remind, at=clock(), key="due-now")  # due; say another worker's to start
     app.defer(remind, at=clock() + timedelta(seconds=1), key="next")
     worker = Worker(app)
-    assert worker._next_due(clock()) == clock() + timedelta(seconds=1)
+    assert worker._cycle.next_due(clock()) == clock() + timedelta(seconds=1)
     app.close()
 
 
 def test_a_wake_up_after_a_sleep_ends_the_next_sleep_too() -> None:
-    from oncely.worker.loop import _Wake
+    from oncely.worker.wakeups import Wake
 
-    wake = _Wake()
+    wake = Wake()
     for _ in range(3):
         wake.set()
         wake.set()  # a second one before the sleep adds nothing
@@ -593,10 +593,10 @@ def test_a_wake_up_after_a_sleep_ends_the_next_sleep_too() -> None:
 
 
 def test_a_wake_up_set_while_the_pipe_drains_is_not_lost(monkeypatch: pytest.MonkeyPatch) -> None:
-    from oncely.worker import loop
-    from oncely.worker.loop import _Wake
+    from oncely.worker import wakeups
+    from oncely.worker.wakeups import Wake
 
-    wake = _Wake()
+    wake = Wake()
     wake.set()
     read = os.read
     reads = 0
@@ -609,9 +609,9 @@ def test_a_wake_up_set_while_the_pipe_drains_is_not_lost(monkeypatch: pytest.Mon
             wake.set()
         return read(fd, n)
 
-    monkeypatch.setattr(loop.os, "read", read_with_a_handler_finishing)
+    monkeypatch.setattr(wakeups.os, "read", read_with_a_handler_finishing)
     wake.wait(0)
-    monkeypatch.setattr(loop.os, "read", read)
+    monkeypatch.setattr(wakeups.os, "read", read)
     wake.set()  # the next handler to finish
     began = time.monotonic()
     wake.wait(5.0)
@@ -619,9 +619,9 @@ def test_a_wake_up_set_while_the_pipe_drains_is_not_lost(monkeypatch: pytest.Mon
 
 
 def test_a_wake_up_from_another_thread_ends_a_sleep_at_once() -> None:
-    from oncely.worker.loop import _Wake
+    from oncely.worker.wakeups import Wake
 
-    wake = _Wake()
+    wake = Wake()
     wake.set()
     wake.wait(0)  # as the loop does between two cycles
     setter = threading.Timer(0.1, wake.set)

@@ -25,11 +25,11 @@ def console() -> NoReturn:
     arguments = sys.argv[1:]
     if _plain_lint(arguments):
         from oncely.errors import ConfigurationError
-        from oncely.lint.command import run
+        from oncely.lint import command
 
         paths = [argument for argument in arguments[1:] if argument != _NO_CACHE]
         try:
-            sys.exit(run(paths, no_cache=len(paths) < len(arguments) - 1))
+            sys.exit(command.run(paths, no_cache=len(paths) < len(arguments) - 1))
         except ConfigurationError:
             pass  # main reports it, as a usage error, running the command again
         except KeyboardInterrupt:

@@ -7,6 +7,7 @@ outcome and book it later instead of losing it.
 
 from __future__ import annotations
 
+import copy
 import logging
 import random
 import traceback
@@ -21,7 +22,7 @@ from oncely.engine.job import Job
 from oncely.engine.misfire import age
 from oncely.engine.retry import backoff
 from oncely.engine.run import Run
-from oncely.errors import Terminal
+from oncely.errors import Terminal, TransactionTooLong
 from oncely.model import Claim
 from oncely.store import Store, Unreadable
 
@@ -189,6 +190,10 @@ class Executor:
                     raise _LeaseLost
         except _HandlerFailed as failed:
             return self._failed(claim, job, failed.error)
+        except TransactionTooLong as exc:
+            # A failed attempt like any other: not "could not commit, runs once its lease
+            # expires", which ran it again and again, each time as long.
+            return self._failed(claim, job, exc)
         except _LeaseLost:
             return self._lost(claim)
         finally:
@@ -204,6 +209,21 @@ class Executor:
             return job.func(run)
         finally:
             _calling.reset(token)
+
+    def timed_out(self, claim: Claim, job: Job) -> Finished:
+        """The failure to book for ``claim``'s attempt, still running past ``job.timeout``.
+
+        Retried like any failure, except at_most_once: the attempt may still have its effect.
+        """
+        assert job.timeout is not None
+        error = (
+            f"timed out: attempt {claim.attempt} was still running after its job's timeout of "
+            f"{age(job.timeout)}; it failed and its handler slot was freed (the handler itself "
+            "cannot be stopped: it runs on, and what it returns is not booked)"
+        )
+        final = job.delivery == "at_most_once" or claim.attempt >= job.retries
+        retry_at = None if final else self.clock() + backoff(claim.attempt, self.rng)
+        return Finished(claim, job, error, final=final, retry_at=retry_at)
 
     def _failed(self, claim: Claim, job: Job, exc: Exception) -> Finished:
         error = "".join(traceback.format_exception(exc))[-_ERROR_CHARS:]
@@ -241,7 +261,7 @@ class Executor:
                 claim.attempt,
                 job.retries,
                 finished.retry_at.isoformat(),
-                exc_info=exc,
+                exc_info=loggable(exc),
                 extra=fields,
             )
             return "retrying"
@@ -250,7 +270,7 @@ class Executor:
                 "oncely: %s %s failed: Terminal, not retried",
                 job.name,
                 where,
-                exc_info=exc,
+                exc_info=loggable(exc),
                 extra=fields,
             )
         elif exc is None:
@@ -262,7 +282,7 @@ class Executor:
                 where,
                 claim.attempt,
                 job.retries,
-                exc_info=exc,
+                exc_info=loggable(exc),
                 extra=fields,
             )
         if booked.paused:
@@ -287,6 +307,47 @@ class Executor:
             extra=claim_fields(claim),
         )
         return "lease_lost"
+
+
+ExcInfo = tuple[type[BaseException], BaseException, Any]
+
+
+def loggable(exc: BaseException | None) -> ExcInfo | None:
+    """``exc`` for ``exc_info=``, each message of its chain cut to `_ERROR_CHARS` as history
+    cuts it: logged whole, a 50 MB message over two attempts wrote 100 MB of log."""
+    if exc is None:
+        return None
+    return (type(exc), _cut(exc, set()), exc.__traceback__)
+
+
+def _cut(exc: BaseException, seen: set[int]) -> BaseException:
+    seen.add(id(exc))
+    try:
+        text = str(exc)
+    except Exception:  # a hostile __str__: logging would print its own error instead
+        text = f"<{type(exc).__name__}>"
+    clone = exc
+    if len(text) > _ERROR_CHARS:
+        try:
+            clone = copy.copy(exc)
+            clone.args = (
+                f"{text[:_ERROR_CHARS]} ... [{len(text) - _ERROR_CHARS:,} characters cut]",
+            )
+        except Exception:
+            clone = RuntimeError(f"{type(exc).__name__}: {text[:_ERROR_CHARS]} ... [cut]")
+        clone.__traceback__ = exc.__traceback__
+        clone.__suppress_context__ = exc.__suppress_context__
+    for link in ("__cause__", "__context__"):
+        chained = getattr(exc, link)
+        if chained is not None and id(chained) not in seen:
+            cut = _cut(chained, seen)
+            if cut is not chained or clone is not exc:
+                if clone is exc:
+                    clone = copy.copy(exc)
+                    clone.__traceback__ = exc.__traceback__
+                    clone.__suppress_context__ = exc.__suppress_context__
+                setattr(clone, link, cut)
+    return clone
 
 
 def _where(claim: Claim) -> str:

@@ -22,9 +22,13 @@ DEFAULT_RETRIES = 5
 DEFAULT_GRACE = timedelta(minutes=15)
 DEFAULT_LEASE = timedelta(minutes=5)
 DEFAULT_MISFIRE_LIMIT = 1000
+# An attempt still running after this long fails and frees its handler slot: a handler hung on
+# a socket with no timeout otherwise held its slot for good.
+DEFAULT_TIMEOUT = timedelta(hours=1)
 # Bounds of the job options: past them a count overflows PostgreSQL's integer and a lease
 # overflows datetime when added to now.
 MAX_LEASE = timedelta(days=7)
+MAX_TIMEOUT = timedelta(days=366)
 MAX_COUNT = 1_000_000
 
 
@@ -46,6 +50,7 @@ class Job:
     pause_after: int | None = None
     misfire_limit: int = DEFAULT_MISFIRE_LIMIT
     lease: timedelta = DEFAULT_LEASE
+    timeout: timedelta | None = DEFAULT_TIMEOUT
 
     is_async: bool = field(init=False)
 
@@ -97,6 +102,14 @@ def _check(job: Job) -> None:
             f"lease={job.lease!r} is longer than {MAX_LEASE.days} days",
             "a lease is extended while its handler runs; e.g. timedelta(minutes=5)",
         )
+    if job.timeout is not None and (
+        not isinstance(job.timeout, timedelta) or job.timeout <= timedelta(0)
+    ):
+        fail(
+            f"timeout={job.timeout!r} is not a duration > 0", "e.g. timedelta(minutes=10), or None"
+        )
+    if job.timeout is not None and job.timeout > MAX_TIMEOUT:
+        fail(f"timeout={job.timeout!r} is over {MAX_TIMEOUT.days} days", "use None for none")
     if job.pause_after is not None and (
         isinstance(job.pause_after, bool)
         or not isinstance(job.pause_after, int)

@@ -278,7 +278,7 @@ class Engine:
             return claim
         self._book(pending, report)
         until = now + lease
-        if not self.store.extend(claim, until):
+        if claim.occurrence_id not in self.store.extend_leases([(claim, until)]):
             return None
         return extended(claim, until)
 

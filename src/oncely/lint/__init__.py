@@ -21,6 +21,7 @@ __all__ = [
     "LintConfig",
     "Rule",
     "all_rules",
+    "command",
     "lint_files",
     "lint_source",
     "load_config",
@@ -37,6 +38,10 @@ _HOMES = {
 
 
 def __getattr__(name: str) -> object:
+    if name == "command":  # the `oncely lint` command itself, a submodule
+        import importlib
+
+        return importlib.import_module(f"{__name__}.command")
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -522,7 +522,7 @@ def _visit(tree: ast.AST, dispatch: Dispatch, context: Context) -> None:
         if handlers:
             for _, handle in handlers:
                 handle(node, context)
-        for name in node._fields:
+        for name in node._fields:  # oncely: allow ONC201 -- ast's public _fields, not oncely's
             value = getattr(node, name, None)
             if value.__class__ is list:
                 extend([item for item in value if isinstance(item, node_class)])

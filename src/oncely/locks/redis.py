@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
+from oncely.arguments import redacted
 from oncely.errors import ConfigurationError, LockUnavailable
 from oncely.locks.provider import LockProvider
 from oncely.model import Lease
@@ -83,14 +84,20 @@ class RedisProvider(LockProvider):
             raise ConfigurationError(f"Redis key prefix {prefix!r}: give a string")
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
             raise ConfigurationError(f"Redis timeout={timeout!r}: give seconds > 0")
-        self.url = _without_password(url)
+        self.url = redacted(url)
         self.prefix = prefix
         # Imported here, not with oncely: redis-py (and the OpenTelemetry it pulls in) took a
         # third of a worker's start-up in every app, most of which use no Redis.
-        from redis import Redis
-        from redis.backoff import NoBackoff
-        from redis.exceptions import RedisError
-        from redis.retry import Retry
+        try:
+            from redis import Redis
+            from redis.backoff import NoBackoff
+            from redis.exceptions import RedisError
+            from redis.retry import Retry
+        except ImportError as exc:
+            raise ConfigurationError(
+                f"a Redis lock provider needs redis-py, which is not installed ({exc}); install "
+                "it with: pip install 'oncely[redis]'"
+            ) from exc
 
         self._failures: tuple[type[Exception], ...] = (RedisError, OSError)
         try:
@@ -104,7 +111,13 @@ class RedisProvider(LockProvider):
                 decode_responses=True,
             )
         except ValueError as exc:
-            raise ConfigurationError(f"Redis URL {self.url!r}: {exc}") from exc
+            # Not redis-py's own words: they quote the URL's parts, a piece of the password
+            # among them ("Port could not be cast to integer value as 'pa'").
+            raise ConfigurationError(
+                f"Redis URL {self.url!r} cannot be read; write it as "
+                "redis://[user[:password]@]host[:port][/db], with any '/', '?', '#' or '@' of the "
+                "password percent-encoded (%2F, %3F, %23, %40)"
+            ) from exc
         self._acquire = self._client.register_script(_ACQUIRE)
         self._extend = self._client.register_script(_EXTEND)
         self._release = self._client.register_script(_RELEASE)
@@ -197,17 +210,3 @@ def _keep_ms(keep: object) -> int:
     if not isinstance(keep, timedelta) or keep < timedelta(0):
         raise ConfigurationError(f"lock keep={keep!r}: give a timedelta of 0 (release now) or more")
     return -(-keep // _MS)
-
-
-def _without_password(url: object) -> str:
-    """``url`` for messages: scheme, user, host, port and path; no password, no query string
-    (redis-py also reads ``?password=``)."""
-    text = str(url)
-    scheme, sep, rest = text.partition("://")
-    if not sep:
-        return text.split("?", 1)[0]
-    location, slash, path = rest.partition("/")
-    userinfo, at, host = location.rpartition("@")
-    user = userinfo.partition(":")[0]
-    shown = f"{user}@{host}" if at and user else host
-    return f"{scheme}://{shown}{slash}{path.split('?', 1)[0].split('#', 1)[0]}"

@@ -261,8 +261,14 @@ class Store(ABC):
         """
 
     @abstractmethod
-    def extend(self, claim: Claim, until: datetime) -> bool:
-        """Move ``claim``'s lease to ``until``; False when the lease was taken over (lease lost)."""
+    def extend_leases(self, leases: Sequence[tuple[Claim, datetime]]) -> set[int]:
+        """Move each claim's lease to the time paired with it, in one statement; return the
+        occurrence ids extended.
+
+        Only rows still ``running`` with the claim's fence: one whose lease was taken over (or
+        that was booked or given back meanwhile) is left alone and left out of the result: for
+        its holder, the lease is lost. Raises `StoreUnavailable`.
+        """
 
     @abstractmethod
     def book_success(
@@ -456,9 +462,9 @@ class Store(ABC):
         version was first seen tells an old release from a new one, and an old release started
         after its row was pruned counted as the newest (the cost is a row of a few dozen bytes
         per version ever deployed). Every sweep with
-        ``finished_at < before`` goes. No index serves this: a
-        call reads the occurrences until it has ``limit`` of them (no sort), once through at
-        worst, on the housekeeper's time; an index would cost every claim and booking.
+        ``finished_at < before`` goes. The oldest scheduled go first, read from a partial index
+        of finished occurrences: a call reads about ``limit`` rows, whatever the history's size
+        (the index costs one entry per booking of a final outcome).
 
         Pruning leaves what the engine decides unchanged: the consecutive-failure count behind
         ``pause_after`` is a counter on the schedule, not a count of history; overlap checks and

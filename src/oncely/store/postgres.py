@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
-from psycopg.conninfo import make_conninfo
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import dict_row
 from psycopg.types.json import set_json_loads
 from psycopg_pool import ConnectionPool, PoolTimeout
@@ -113,9 +113,33 @@ class PostgresStore(Store):
         self._pool_pid = 0
         self._pool_lock = threading.Lock()
 
+    def _where(self) -> str:
+        """``user@host:port/dbname`` of the conninfo, for messages: never its password."""
+        try:
+            parts = conninfo_to_dict(self.conninfo)
+        except psycopg.Error:
+            return "(an unreadable conninfo)"
+        user = f"{parts['user']}@" if parts.get("user") else ""
+        port = f":{parts['port']}" if parts.get("port") else ""
+        return f"{user}{parts.get('host') or 'localhost'}{port}/{parts.get('dbname') or ''}"
+
+    def _probe(self) -> None:
+        """Connect once, directly, before the pool opens: a database that cannot be reached
+        fails the first call at once, with psycopg's reason. Through the pool it failed after
+        the pool's 5 s wait with "couldn't get a connection after 5.00 sec", whatever the cause
+        (no such database, connection refused, a wrong password)."""
+        try:
+            psycopg.connect(self.conninfo, connect_timeout=_TIMEOUT_S, autocommit=True).close()
+        except psycopg.Error as exc:
+            reason = " ".join(str(exc).split()) or type(exc).__name__
+            raise StoreUnavailable(
+                f"cannot connect to PostgreSQL at {self._where()}: {reason}"
+            ) from exc
+
     def _opened_pool(self) -> ConnectionPool[Connection]:
         with self._pool_lock:
             if self._pool is None or self._pool_pid != os.getpid():
+                self._probe()
                 check = _IdleCheck()
                 self._pool = ConnectionPool(
                     self.conninfo,
@@ -152,7 +176,10 @@ class PostgresStore(Store):
             with self._opened_pool().connection() as connection:
                 yield connection
         except PoolTimeout as exc:
-            raise StoreUnavailable(f"cannot connect to PostgreSQL: {exc}") from exc
+            raise StoreUnavailable(
+                f"cannot connect to PostgreSQL at {self._where()}: {exc} (the server was "
+                "reachable before; it is restarting, refusing connections, or cut off)"
+            ) from exc
         except psycopg.OperationalError as exc:
             raise StoreUnavailable(f"PostgreSQL: {exc}") from exc
         except psycopg.Error as exc:
@@ -569,10 +596,18 @@ class PostgresStore(Store):
                 )
         return [records.abandoned(row) for row in found]
 
-    def extend(self, claim: Claim, until: datetime) -> bool:
-        params = {"id": claim.occurrence_id, "fence": claim.fence, "until": until}
+    def extend_leases(self, leases: Sequence[tuple[Claim, datetime]]) -> set[int]:
+        if not leases:
+            return set()
+        params = {
+            "ids": _bigint_array(c.occurrence_id for c, _ in leases),
+            "fences": _bigint_array(c.fence for c, _ in leases),
+            "untils": [until for _, until in leases],
+        }
         with self._connect() as connection:
-            return connection.execute(self._sql["extend_lease"], params).fetchone() is not None
+            # Not prepared, as book_success: a generic plan for the arrays read every running row.
+            rows = connection.execute(self._sql["extend_leases"], params, prepare=False)
+            return {row["id"] for row in rows.fetchall()}
 
     def book_success(
         self, claims: Sequence[Claim], now: datetime, *, within: Any = None

@@ -9,10 +9,11 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from oncely.errors import StoreError, StoreUnavailable
+from oncely.errors import StoreError, StoreUnavailable, TransactionTooLong
 from oncely.model import (
     Abandoned,
     Action,
@@ -44,6 +45,15 @@ from oncely.store.records import (
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _BUSY_TIMEOUT_S = 30.0
+#: Longest a `transaction` (a transactional handler's) may hold the one write lock: every other
+#: writer, heartbeats and bookings included, waits for it. Past it the transaction is rolled
+#: back, the lock freed, and the block raises `TransactionTooLong`.
+TRANSACTION_MAX_S = 10.0
+# The transaction open in this context (thread, or async handler's task): the store's own calls
+# made inside it join it. Opening a second one waited 30 s on its own write lock, then failed.
+_joined: ContextVar[tuple[SqliteStore, sqlite3.Connection] | None] = ContextVar(
+    "oncely_sqlite_joined", default=None
+)
 _CACHE_KIB = 64 * 1024
 
 
@@ -126,6 +136,28 @@ def _use_wal(connection: sqlite3.Connection) -> None:
         delay = min(delay * 2, 0.2)
 
 
+class _Cut:
+    """Rolls a transaction back from another thread when it has held the lock too long: the
+    running statement is interrupted and the connection closed (its next use raises)."""
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self.connection = connection
+        self.done = False
+        self._lock = threading.Lock()
+
+    def __call__(self) -> None:
+        with self._lock:
+            if self.done:
+                return
+            self.done = True
+            self.connection.interrupt()
+            self.connection.close()  # a close in a transaction rolls it back
+
+    def close(self) -> None:
+        with self._lock:
+            self.connection.close()
+
+
 class SqliteStore(Store):
     """A store in one SQLite file; any number of processes on one machine may share it.
 
@@ -168,6 +200,13 @@ class SqliteStore(Store):
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
+        joined = _joined.get()
+        if joined is not None and joined[0] is self:
+            try:
+                yield joined[1]
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite database {self.path!r} refused: {exc}") from exc
+            return
         if self._pid != os.getpid():
             # A forked child (gunicorn's preload) must not share its parent's connections:
             # SQLite connections carried across fork corrupt locks. Forget them, unclosed.
@@ -184,9 +223,27 @@ class SqliteStore(Store):
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """A connection holding the write lock for the block: one transaction, all or nothing."""
-        with self._connect() as connection, _transaction(connection, "BEGIN IMMEDIATE"):
-            yield connection
+        """A connection holding the write lock for the block: one transaction, all or nothing.
+
+        Inside a `transaction` of this store, a savepoint of it instead: the block's writes
+        commit or roll back with the caller's transaction.
+        """
+        joined = _joined.get()
+        begin, end = "BEGIN IMMEDIATE", "COMMIT"
+        if joined is not None and joined[0] is self:
+            begin, end = "SAVEPOINT oncely_joined", "RELEASE oncely_joined"
+        with self._connect() as connection:
+            connection.execute(begin)
+            try:
+                yield connection
+            except BaseException:
+                if end == "COMMIT":
+                    connection.execute("ROLLBACK")
+                else:
+                    connection.execute("ROLLBACK TO oncely_joined")
+                    connection.execute(end)
+                raise
+            connection.execute(end)
 
     def migrate(self, now: datetime) -> list[int]:
         applied: list[int] = []
@@ -536,10 +593,13 @@ class SqliteStore(Store):
                     abandoned.append(records.abandoned(values))
         return abandoned
 
-    def extend(self, claim: Claim, until: datetime) -> bool:
-        params = _bind({"id": claim.occurrence_id, "fence": claim.fence, "until": until})
+    def extend_leases(self, leases: Sequence[tuple[Claim, datetime]]) -> set[int]:
+        if not leases:
+            return set()
+        triples = [[c.occurrence_id, c.fence, to_micros(until)] for c, until in leases]
+        params = {"leases": json.dumps(triples)}
         with self._write() as connection:
-            return connection.execute(self._sql["extend_lease"], params).fetchone() is not None
+            return {row[0] for row in connection.execute(self._sql["extend_leases"], params)}
 
     def book_success(
         self, claims: Sequence[Claim], now: datetime, *, within: Any = None
@@ -595,19 +655,45 @@ class SqliteStore(Store):
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
+        """See `Store.transaction`. This store's own calls made inside the block, in the same
+        thread or async task, join its transaction. It holds the write lock for at most
+        `TRANSACTION_MAX_S`: then it is rolled back and the block raises `TransactionTooLong`."""
         # A connection of its own: the thread's shared one may be in use by the caller.
         connection = self._open()
+        cut = _Cut(connection)
+        timer = threading.Timer(TRANSACTION_MAX_S, cut)
+        timer.daemon = True
+        token = _joined.set((self, connection))
         try:
             with _transaction(connection, "BEGIN IMMEDIATE"):
+                timer.start()
                 yield connection
         except sqlite3.OperationalError as exc:
+            if cut.done:
+                raise self._too_long() from exc
             raise StoreUnavailable(f"SQLite database {self.path!r}: {exc}") from exc
         except sqlite3.Error as exc:
+            if cut.done:
+                raise self._too_long() from exc
             raise StoreError(f"SQLite database {self.path!r} refused: {exc}") from exc
+        except BaseException as exc:
+            if cut.done:
+                raise self._too_long() from exc
+            raise
         finally:
+            _joined.reset(token)
+            timer.cancel()
             with self._opened_lock:
                 self._opened = [(t, c) for t, c in self._opened if c is not connection]
-            connection.close()
+            cut.close()
+
+    def _too_long(self) -> TransactionTooLong:
+        return TransactionTooLong(
+            f"a transaction on SQLite database {self.path!r} held SQLite's one write lock for "
+            f"more than {TRANSACTION_MAX_S:g} s, so it was rolled back (every other writer, the "
+            "worker's heartbeats included, waits for that lock); keep transactional handlers "
+            "on SQLite short, or run them on PostgreSQL"
+        )
 
     def next_due_at(
         self, jobs: Collection[str] | None = None, *, after: datetime | None = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from oncely.arguments import redacted
 from oncely.errors import ConfigurationError
 
 DEFAULT_URL = "sqlite:///oncely.db"
@@ -40,4 +41,7 @@ class StoreUrl:
             return cls("sqlite", path)
         if scheme in ("postgresql", "postgres"):
             return cls("postgres", url)
-        raise ConfigurationError(f"store URL {url!r} is neither SQLite nor PostgreSQL; {_EXAMPLES}")
+        raise ConfigurationError(
+            f"store URL {redacted(url)!r} is neither SQLite nor PostgreSQL (scheme {scheme!r}); "
+            f"{_EXAMPLES}"
+        )

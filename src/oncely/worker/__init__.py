@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+from oncely.worker.embedded import Embedded
 from oncely.worker.logs import configure_logging
 from oncely.worker.loop import DEFAULT_CONCURRENCY, DEFAULT_DRAIN_TIMEOUT_S, Worker
+from oncely.worker.parts import Assembles, Parts
 
-__all__ = ["DEFAULT_CONCURRENCY", "DEFAULT_DRAIN_TIMEOUT_S", "Worker", "configure_logging"]
+__all__ = [
+    "DEFAULT_CONCURRENCY",
+    "DEFAULT_DRAIN_TIMEOUT_S",
+    "Assembles",
+    "Embedded",
+    "Parts",
+    "Worker",
+    "configure_logging",
+]

@@ -12,14 +12,10 @@ import logging
 import threading
 import time
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
-from oncely.engine.execute import calling
 from oncely.errors import ConfigurationError
 from oncely.worker.loop import DEFAULT_CONCURRENCY, DEFAULT_DRAIN_TIMEOUT_S, Worker
-
-if TYPE_CHECKING:
-    from oncely.app import App
+from oncely.worker.parts import Assembles
 
 log = logging.getLogger("oncely")
 
@@ -36,7 +32,7 @@ class Embedded:
     `after_fork`): the loop's thread, connections and locks stay with the parent.
     """
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: Assembles) -> None:
         self._app = app
         self._lock = threading.Lock()
         self._serving: tuple[Worker, threading.Thread] | None = None
@@ -60,7 +56,8 @@ class Embedded:
     ) -> bool:
         """Start the loop unless it is serving already; return whether this call started it.
 
-        Raises `ConfigurationError` for options the worker cannot use, before anything starts.
+        Raises `ConfigurationError` for options the worker cannot use, an ``http`` address
+        that cannot be listened on included, before anything starts.
         """
         with self._lock:
             if self._serving is not None and self._serving[1].is_alive():
@@ -72,6 +69,9 @@ class Embedded:
                 http=http,
                 retention=retention,
             )
+            # Bound here, not on the loop's thread: an address in use was logged as a failed
+            # loop there, and start() returned as if serving.
+            worker.listen()
             # A daemon thread: interpreter exit joins non-daemon threads *before* it runs atexit
             # hooks, so a plain thread would hang exit before the hook below could stop it.
             thread = threading.Thread(
@@ -146,8 +146,4 @@ def _serve(worker: Worker) -> None:
 
 def _inside(worker: Worker, thread: threading.Thread) -> bool:
     """True when the caller is ``worker``'s loop thread or one of its handlers."""
-    if threading.current_thread() is thread:
-        return True
-    executor = calling()
-    engine = worker._engine  # None until the loop opened it: then no handler of it runs
-    return executor is not None and engine is not None and executor is engine.executor
+    return threading.current_thread() is thread or worker.calling()

@@ -33,6 +33,12 @@ class Health:
         self._lock = threading.Lock()
         self._last_success: float | None = None
         self._failure: str | None = None
+        self._stuck: Callable[[], tuple[int, int]] = lambda: (0, 1)
+
+    def stuck_from(self, stuck: Callable[[], tuple[int, int]]) -> None:
+        """Read (handlers running past their timeout, handler slots) from ``stuck``: when the
+        first reaches the second, every slot's thread is held by a hung handler: unhealthy."""
+        self._stuck = stuck
 
     @property
     def expected_interval(self) -> float:
@@ -56,7 +62,8 @@ class Health:
 
         ``(200, {"status": "ok", "last_tick_age_s": age})`` or ``(503, {"status": "failing",
         "reason": ...})``, the reason being one of "last tick failed: <reason>", "no tick has
-        succeeded yet", "no successful tick for X s (expected every Y s)".
+        succeeded yet", "no successful tick for X s (expected every Y s)", "N of N handler slots
+        are held by handlers running past their job's timeout".
         """
         with self._lock:
             last_success, failure = self._last_success, self._failure
@@ -68,6 +75,12 @@ class Health:
         if age > self._expected:
             return _failing(
                 f"no successful tick for {age:.1f} s (expected every {self._expected:g} s)"
+            )
+        stuck, slots = self._stuck()
+        if stuck >= slots:
+            return _failing(
+                f"{stuck} of {slots} handler slots are held by handlers running past their job's "
+                "timeout"
             )
         return OK, {"status": "ok", "last_tick_age_s": round(age, 3)}
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
-from oncely.engine import Engine, worker_id
-from oncely.engine.misfire import age
+from oncely.engine import Engine, age, worker_id
 from oncely.errors import LockHeld
 from oncely.locks import RESERVED_LOCK_PREFIX, Lock
 from oncely.model import Sweep

@@ -28,6 +28,7 @@ OUTCOMES = frozenset(
         "lease_lost",
         "released",
         "unbooked",
+        "timed_out",
     }
 )
 """The ``status`` label values of ``oncely_occurrences_total``."""

@@ -23,6 +23,12 @@ log = logging.getLogger("oncely.http")
 
 # How often serve_forever looks for a shutdown request: the longest `close()` waits for it.
 _POLL_INTERVAL_S = 0.1
+#: Clients served at once; one more is hung up on at once. Each client had a thread until it hung
+#: up: 4,000 idle connections made 3,962 threads.
+MAX_CLIENTS = 32
+#: Seconds a client may take to send its request, or to read the answer: idle sockets held
+#: /healthz and the handlers' file descriptors (196 of a 200-descriptor limit) indefinitely.
+CLIENT_TIMEOUT_S = 5.0
 
 
 def parse_address(address: str) -> tuple[str, int]:
@@ -117,6 +123,8 @@ class HttpServer:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's 5: a burst of connections beyond it waited out SYN retries of 1 s and more.
+    request_queue_size = 128
 
     def __init__(
         self,
@@ -128,7 +136,27 @@ class _Server(ThreadingHTTPServer):
         self.address_family = family
         self.health = health
         self.metrics = metrics
+        self._clients = threading.BoundedSemaphore(MAX_CLIENTS)
         super().__init__(address, _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._clients.acquire(blocking=False):
+            log.debug(
+                "oncely: HTTP client %s refused: %d served already", client_address, MAX_CLIENTS
+            )
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._clients.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._clients.release()
 
     def server_bind(self) -> None:
         # HTTPServer's own also sets server_name from socket.getfqdn(host), a reverse DNS lookup
@@ -148,6 +176,7 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
+    timeout = CLIENT_TIMEOUT_S
 
     def do_GET(self) -> None:
         path = self.path.partition("?")[0]

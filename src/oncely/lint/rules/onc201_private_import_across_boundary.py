@@ -13,7 +13,7 @@ from oncely.errors import ConfigurationError
 from oncely.lint.rules.base import Context, Rule
 
 _WHERE = "[tool.oncely.lint.ONC201]"
-_KEYS = ("api", "boundaries", "outside")
+_KEYS = ("api", "attributes", "boundaries", "outside")
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,14 @@ class PrivateImportAcrossBoundary(Rule):
     Imports within one boundary are never findings. Modules outside every boundary may not
     reach into one either, unless ``outside = "allow"`` (default ``"deny"``). Relative imports
     are resolved against the importing module. Without ``boundaries`` the rule is inert.
+
+    With ``attributes = "module"``, a module inside a boundary also may not read another
+    module's private names through an object: ``app._engine``, ``self.app._sync_clock()``
+    where ``_engine`` and ``_sync_clock`` (a leading underscore, not a dunder) are defined,
+    as a function, class, method or attribute (``self._engine = ...``), only in other modules
+    of the boundaries' packages, read from disk under the configuration root. Reads through
+    ``self`` and ``cls``, and of names no module there defines (``os._exit``), are not
+    findings.
 
     ## Why is this bad?
     A boundary's package is its contract: what it exports may be relied on, everything else
@@ -86,8 +94,10 @@ class PrivateImportAcrossBoundary(Rule):
         self.boundaries = _globs(self.options.get("boundaries", []))
         self.api = _api(self.options.get("api"))
         self.outside_allowed = _outside(self.options.get("outside", "deny"))
+        self.attributes = _attributes(self.options.get("attributes", "off"))
         self.root = root
         self._interfaces: dict[str, _Interface] = {}
+        self._definers: dict[str, frozenset[str]] | None = None
 
     @property
     def inert(self) -> bool:
@@ -121,6 +131,36 @@ class PrivateImportAcrossBoundary(Rule):
                     f"{target}.{alias.name} is not published by {target}; import what {face} "
                     "exports",
                 )
+
+    def visit_Attribute(self, node: ast.Attribute, context: Context) -> None:
+        """``thing._name``: another module's private name, when ``attributes = "module"``."""
+        if not self.attributes or not _private(node.attr) or not isinstance(node.ctx, ast.Load):
+            return
+        receiver = node.value
+        if isinstance(receiver, ast.Name) and receiver.id in {"self", "cls"}:
+            return
+        if self._boundary(context.module) is None:
+            return
+        definers = self._defined_in(self.root or context.root).get(node.attr, frozenset())
+        if not definers or context.module in definers:
+            return
+        where = ", ".join(sorted(definers))
+        self.report(
+            context,
+            node,
+            f"{ast.unparse(node)} reads {node.attr}, private to {where}; use what it publishes, "
+            "or have it hand over what this module needs",
+        )
+
+    def _defined_in(self, root: Path | None) -> dict[str, frozenset[str]]:
+        """Each private name defined in the boundaries' packages, with the modules defining it."""
+        if self._definers is None:
+            found: dict[str, set[str]] = {}
+            for module, tree in _package_trees(root, self.boundaries):
+                for name in _private_definitions(tree):
+                    found.setdefault(name, set()).add(module)
+            self._definers = {name: frozenset(modules) for name, modules in found.items()}
+        return self._definers
 
     def visit_Call(self, node: ast.Call, context: Context) -> None:
         """``importlib.import_module("a.b")`` and ``__import__("a.b")`` with a literal absolute
@@ -180,6 +220,47 @@ class PrivateImportAcrossBoundary(Rule):
         if module not in self._interfaces:
             self._interfaces[module] = _read_interface(root, module)
         return self._interfaces[module]
+
+
+def _package_trees(
+    root: Path | None, boundaries: tuple[str, ...]
+) -> Iterator[tuple[str, ast.Module]]:
+    """The parsed modules of the top-level packages the boundary globs name, with their names."""
+    if root is None:
+        return
+    packages = {glob.split(".")[0] for glob in boundaries}
+    for package in sorted(p for p in packages if p.isidentifier()):
+        for base in (root, root / "src"):
+            top = base / package
+            if not top.is_dir():
+                continue
+            for source in sorted(top.rglob("*.py")):
+                parts = list(source.relative_to(base).with_suffix("").parts)
+                if parts[-1] == "__init__":
+                    parts.pop()
+                try:
+                    tree = ast.parse(source.read_text(encoding="utf-8"), filename=str(source))
+                except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+                    continue
+                yield ".".join(parts), tree
+            break
+
+
+def _private_definitions(tree: ast.Module) -> set[str]:
+    """Private names a module defines: functions, classes, methods, assigned names and
+    attributes assigned through ``self``/``cls``."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            if isinstance(node.value, ast.Name) and node.value.id in {"self", "cls"}:
+                names.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return {name for name in names if _private(name)}
 
 
 def _read_interface(root: Path | None, module: str) -> _Interface:
@@ -305,6 +386,15 @@ def _api(value: Any) -> str | None:
             'its __init__, e.g. api = "api"'
         )
     return value
+
+
+def _attributes(value: Any) -> bool:
+    if value not in ("off", "module"):
+        raise ConfigurationError(
+            f'{_WHERE}: attributes must be "off" or "module" (may a module read another '
+            'module\'s private names through an object?), e.g. attributes = "module"'
+        )
+    return str(value) == "module"
 
 
 def _outside(value: Any) -> bool:

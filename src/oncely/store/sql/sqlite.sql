@@ -308,10 +308,17 @@ SET status = 'abandoned', finished_at = :now, lease_owner = NULL, lease_expires_
 WHERE id = :id AND status = 'running' AND fence = :fence
   AND (lease_expires_at IS NULL OR lease_expires_at <= :now);
 
--- name: extend_lease
--- Only the holder of this attempt's fence extends: a lease taken over is never given back.
-UPDATE oncely_occurrences SET lease_expires_at = :until
-WHERE id = :id AND status = 'running' AND fence = :fence
+-- name: extend_leases
+-- Only the holder of an attempt's fence extends: a lease taken over is never given back. One
+-- statement for every lease a worker holds. :leases is a JSON list of [occurrence id, fence,
+-- new expiry] triples.
+UPDATE oncely_occurrences SET lease_expires_at = v.expires
+FROM (
+    SELECT value ->> 0 AS id, value ->> 1 AS fence, value ->> 2 AS expires
+    FROM json_each(:leases)
+) AS v
+WHERE oncely_occurrences.id = v.id AND oncely_occurrences.status = 'running'
+  AND oncely_occurrences.fence = v.fence
 RETURNING id;
 
 -- name: book_success
@@ -435,12 +442,14 @@ LIMIT :limit;
 -- name: prune_occurrences
 -- Finished occurrences only: pending, running and retrying ones are what the engine works from.
 -- NULL arm: one that never ran (skipped, invalid) has no finished_at; its scheduled_for stands
--- in. No ORDER BY: any qualifying rows will do, and the scan stops at the limit.
+-- in. The oldest first, by the partial index oncely_occurrences_prunable: a batch reads about
+-- its own rows, whatever the history's size.
 DELETE FROM oncely_occurrences
 WHERE id IN (
-    SELECT id FROM oncely_occurrences
+    SELECT id FROM oncely_occurrences INDEXED BY oncely_occurrences_prunable
     WHERE status IN ('succeeded', 'failed', 'skipped', 'abandoned', 'invalid')
-      AND (finished_at < :before OR finished_at IS NULL) AND scheduled_for < :before
+      AND scheduled_for < :before AND (finished_at < :before OR finished_at IS NULL)
+    ORDER BY scheduled_for
     LIMIT :limit
 );
 

@@ -1,0 +1,122 @@
+"""The wake-up channel (PostgreSQL LISTEN) is an optimisation: when the server refuses it a
+connection, bookings and heartbeats go on, the worker looks for work every ``wake_cap``, says so
+once, and listens again once it can (issue 22, case 1)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import pytest
+from _serving import eventually, serving
+
+import oncely
+from _proxy import TcpProxy
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+@contextmanager
+def _proxied(url: str) -> Iterator[tuple[TcpProxy, str]]:
+    parts = urlsplit(url)
+    proxy = TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432)
+    port = proxy.start()
+    userinfo = parts.netloc.rpartition("@")[0]
+    netloc = f"{userinfo}@127.0.0.1:{port}" if userinfo else f"127.0.0.1:{port}"
+    try:
+        yield proxy, urlunsplit(parts._replace(netloc=netloc))
+    finally:
+        proxy.close()
+
+
+def _listening(url: str) -> list[int]:
+    """The backends of ``url``'s database that LISTEN for oncely's changes."""
+    with psycopg.connect(url, autocommit=True) as connection:
+        rows = connection.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND query ILIKE 'LISTEN%' AND pid <> pg_backend_pid()"
+        ).fetchall()
+    return [row[0] for row in rows]
+
+
+def _hang_up_listeners(url: str) -> None:
+    with psycopg.connect(url, autocommit=True) as connection:
+        for pid in _listening(url):
+            connection.execute("SELECT pg_terminate_backend(%s)", (pid,))
+
+
+def test_a_refused_wake_up_channel_delays_neither_bookings_nor_heartbeats(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with _proxied(postgres_url) as (proxy, proxied):
+        app = oncely.App(proxied)
+        ran: list[str] = []
+        release = threading.Event()
+
+        @app.job(lease=timedelta(seconds=2))
+        def long(run: oncely.Run) -> None:
+            ran.append(f"long attempt {run.attempt}")
+            release.wait(20)
+
+        @app.job()
+        def quick(run: oncely.Run) -> None:
+            ran.append("quick")
+
+        # Another worker beside it, on the server itself: it takes over any lease let lapse.
+        other = oncely.App(postgres_url)
+        other.job(name="long", lease=timedelta(seconds=2))(
+            lambda run: ran.append(f"long attempt {run.attempt} on the other worker")
+        )
+        other.job(name="quick")(lambda run: ran.append("quick on the other worker"))
+        app.defer(long, at=_now(), key="long")
+        with (
+            caplog.at_level(logging.INFO, logger="oncely"),
+            serving(app, concurrency=1, wake_cap=1.0) as worker,
+        ):
+            eventually(lambda: worker.in_flight == 1 and _listening(postgres_url), what="start")
+            time.sleep(1.0)  # a heartbeat has used the pool: its connections are open
+            proxy.refuse_new()  # the server is at its connection limit for this worker
+            _hang_up_listeners(postgres_url)
+            with serving(other, concurrency=1, wake_cap=1.0):
+                # Three leases' worth: without heartbeats the other worker takes it over.
+                time.sleep(6.0)
+                app_direct = oncely.App(postgres_url)
+                app_direct.job(name="quick")(lambda run: None)
+                app_direct.defer("quick", at=_now(), key="quick")
+                release.set()
+                eventually(
+                    lambda: app_direct.history(key="long")[0].status == "succeeded",
+                    timeout=15,
+                    what="the long handler's success, booked by its own worker",
+                )
+                eventually(
+                    lambda: app_direct.history(key="quick")[0].status == "succeeded",
+                    timeout=15,
+                    what="the quick one-off",
+                )
+            assert ran.count("long attempt 1") == 1
+            assert not [r for r in ran if "long" in r and r != "long attempt 1"], ran
+            [occurrence] = app_direct.history(key="long")
+            assert occurrence.attempts == 1
+            refused = [r for r in caplog.records if "wake-up channel" in r.getMessage()]
+            assert len(refused) == 1, [r.getMessage() for r in refused]
+            assert refused[0].levelno == logging.WARNING
+            assert "every 1 s" in refused[0].getMessage()
+            proxy.restore()
+            eventually(
+                lambda: "wake-up channel is back" in caplog.text,
+                timeout=15,
+                what="the channel to recover",
+            )
+            eventually(lambda: _listening(postgres_url), what="a LISTEN connection again")
+        app_direct.close()
+        other.close()
+        app.close()
