@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 import os
 import threading
-import uuid
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from itertools import islice
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+from oncely import scheduling
 from oncely.arguments import (
     checked_count,
     checked_job_name,
@@ -40,7 +40,6 @@ from oncely.errors import (
     InvalidSchedule,
     TenantMismatch,
     UnknownJob,
-    UnknownSchedule,
 )
 from oncely.locks import RESERVED_LOCK_PREFIX, Lock, LockProvider, StoreProvider
 from oncely.model import (
@@ -51,7 +50,7 @@ from oncely.model import (
     Schedule,
     ScheduleStatus,
 )
-from oncely.recurrence import At, Instance, RRule, Trigger, as_utc
+from oncely.recurrence import Instance, RRule, Trigger, as_utc
 from oncely.store import DEFAULT_URL, Store, StoreUrl, open_store
 
 if TYPE_CHECKING:
@@ -186,6 +185,7 @@ class App:
         payload: Any = None,
         tenant: str | None = None,
         end: datetime | None = None,
+        connection: Any = None,
     ) -> Schedule:
         """Create schedule ``key`` running ``job`` on ``trigger``, or replace what it runs (upsert).
 
@@ -193,8 +193,12 @@ class App:
         never replays the past. An RRULE without a start starts now; ``end`` applies to RRULEs
         with neither UNTIL nor COUNT. Raises `UnknownJob`, `InvalidSchedule` (including a
         trigger that never fires again), `NaiveDatetime`, `InvalidPayload`.
+
+        ``connection``: the caller's open transaction to write in, uncommitted (see
+        `scheduling`); here and in `defer`, the bulk calls, `unschedule`, `pause`, `resume` and
+        `trigger`. Raises `ConfigurationError` for one on another database or in no transaction.
         """
-        return _schedule(self, tenant, job, trigger, key, payload, end)
+        return scheduling.schedule(self, tenant, job, trigger, key, payload, end, connection)
 
     def defer(
         self,
@@ -204,6 +208,7 @@ class App:
         key: str | None = None,
         payload: Any = None,
         tenant: str | None = None,
+        connection: Any = None,
     ) -> Schedule:
         """Run ``job`` once at ``at`` (or as soon as possible if that has passed): a durable timer.
 
@@ -211,27 +216,47 @@ class App:
         time replaces the timer if it has not run. Raises `UnknownJob`, `NaiveDatetime`,
         `InvalidPayload`.
         """
-        return _defer(self, tenant, job, at, key, payload)
+        return scheduling.defer(self, tenant, job, at, key, payload, connection)
 
-    def unschedule(self, key: str) -> Schedule:
+    def defer_many(
+        self, job: Job | str, items: Iterable[Mapping[str, Any]], *, connection: Any = None
+    ) -> list[Schedule]:
+        """`defer` each of ``items`` (dicts of ``at``, and ``key``, ``payload``, ``tenant`` as
+        `defer` takes them), all in one transaction: all or nothing, one wake-up of the workers.
+
+        Each item is checked and kept idempotent by its key as `defer` does; an error about
+        one names the item (index and key) and nothing is written. Returns the schedules in
+        order. Raises what `defer` raises, and `InvalidSchedule` for two items of one key.
+        """
+        return scheduling.defer_many(self, None, job, items, connection)
+
+    def schedule_many(
+        self, job: Job | str, items: Iterable[Mapping[str, Any]], *, connection: Any = None
+    ) -> list[Schedule]:
+        """`schedule` each of ``items`` (dicts of ``trigger`` and ``key``, and ``payload``,
+        ``tenant``, ``end`` as `schedule` takes them), all in one transaction, as `defer_many`.
+        """
+        return scheduling.schedule_many(self, None, job, items, connection)
+
+    def unschedule(self, key: str, *, connection: Any = None) -> Schedule:
         """Stop schedule ``key`` for good; its history stays. Raises `UnknownSchedule`, and
         `InvalidSchedule` for the schedule of a code-declared job: the code decides that one
         (every start saves it again), so remove the job's trigger from the code, or `pause` it,
         which lasts across restarts."""
-        return _unschedule(self, None, key)
+        return _unschedule(self, None, key, connection)
 
-    def pause(self, key: str) -> Schedule:
+    def pause(self, key: str, *, connection: Any = None) -> Schedule:
         """Stop schedule ``key`` firing until `resume`, across restarts (and the saves of a
         code-declared job's schedule at each start). Raises `UnknownSchedule`."""
-        return self.store.set_paused(None, checked_key(key), True, self.now())
+        return _set_paused(self, None, key, True, connection)
 
-    def resume(self, key: str) -> Schedule:
+    def resume(self, key: str, *, connection: Any = None) -> Schedule:
         """Let paused schedule ``key`` fire again. Raises `UnknownSchedule`."""
-        return self.store.set_paused(None, checked_key(key), False, self.now())
+        return _set_paused(self, None, key, False, connection)
 
-    def trigger(self, key: str) -> int:
+    def trigger(self, key: str, *, connection: Any = None) -> int:
         """Run schedule ``key`` once now, besides its own times. Raises `UnknownSchedule`."""
-        return _trigger(self, None, key)
+        return _trigger(self, None, key, connection)
 
     def backfill(self, key: str, since: datetime, until: datetime) -> int:
         """Create schedule ``key``'s occurrences in [since, until], each once, however often
@@ -510,9 +535,12 @@ class TenantView:
         payload: Any = None,
         tenant: str | None = None,
         end: datetime | None = None,
+        connection: Any = None,
     ) -> Schedule:
         self._check(tenant)
-        return _schedule(self.app, self.tenant, job, trigger, key, payload, end)
+        return scheduling.schedule(
+            self.app, self.tenant, job, trigger, key, payload, end, connection
+        )
 
     def defer(
         self,
@@ -522,21 +550,32 @@ class TenantView:
         key: str | None = None,
         payload: Any = None,
         tenant: str | None = None,
+        connection: Any = None,
     ) -> Schedule:
         self._check(tenant)
-        return _defer(self.app, self.tenant, job, at, key, payload)
+        return scheduling.defer(self.app, self.tenant, job, at, key, payload, connection)
 
-    def unschedule(self, key: str) -> Schedule:
-        return _unschedule(self.app, self.tenant, key)
+    def defer_many(
+        self, job: Job | str, items: Iterable[Mapping[str, Any]], *, connection: Any = None
+    ) -> list[Schedule]:
+        return scheduling.defer_many(self.app, self.tenant, job, items, connection)
 
-    def pause(self, key: str) -> Schedule:
-        return self.app.store.set_paused(self.tenant, checked_key(key), True, self.app.now())
+    def schedule_many(
+        self, job: Job | str, items: Iterable[Mapping[str, Any]], *, connection: Any = None
+    ) -> list[Schedule]:
+        return scheduling.schedule_many(self.app, self.tenant, job, items, connection)
 
-    def resume(self, key: str) -> Schedule:
-        return self.app.store.set_paused(self.tenant, checked_key(key), False, self.app.now())
+    def unschedule(self, key: str, *, connection: Any = None) -> Schedule:
+        return _unschedule(self.app, self.tenant, key, connection)
 
-    def trigger(self, key: str) -> int:
-        return _trigger(self.app, self.tenant, key)
+    def pause(self, key: str, *, connection: Any = None) -> Schedule:
+        return _set_paused(self.app, self.tenant, key, True, connection)
+
+    def resume(self, key: str, *, connection: Any = None) -> Schedule:
+        return _set_paused(self.app, self.tenant, key, False, connection)
+
+    def trigger(self, key: str, *, connection: Any = None) -> int:
+        return _trigger(self.app, self.tenant, key, connection)
 
     def backfill(self, key: str, since: datetime, until: datetime) -> int:
         return _backfill(self.app, self.tenant, key, since, until)
@@ -570,60 +609,6 @@ class TenantView:
 
 
 # --- operations shared by App and TenantView ----------------------------------------------------
-
-
-def _schedule(
-    app: App,
-    tenant: str | None,
-    job: Job | str,
-    trigger: Trigger,
-    key: str,
-    payload: Any,
-    end: datetime | None,
-) -> Schedule:
-    found = app._job(job)
-    _check_key(app, tenant, key)
-    if not isinstance(trigger, Trigger):
-        raise InvalidSchedule(
-            f"{trigger!r} is not a trigger",
-            hint="pass oncely.cron(...), oncely.every(...), oncely.rrule(...) or oncely.at(...)",
-        )
-    now = app.now()
-    starts_now: datetime | None = None
-    if isinstance(trigger, RRule):
-        if end is not None:
-            trigger = trigger.with_end(as_utc(end, "end"))
-        if trigger.start is None and trigger.rule.start is None:
-            kept = _stored_start(app, tenant, key, trigger)
-            if kept is None:
-                starts_now = now.replace(microsecond=0)
-            trigger = trigger.with_start(kept or starts_now or now)
-    elif end is not None:
-        raise InvalidSchedule(
-            f"end= applies to rrule schedules, and this one is {trigger.kind}",
-            hint="cron and every schedules are perpetual by design; unschedule() stops one",
-        )
-    if starts_now is not None:
-        # A rule that counts from now fires first now: from just after its start,
-        # FREQ=DAILY;COUNT=3 fired twice.
-        first = next((i.at for i in trigger.instances_from(starts_now)), None)
-    else:
-        first = trigger.next_after(now)
-    if first is None:
-        raise InvalidSchedule(
-            f"{trigger!r} never fires after {now.isoformat()}",
-            hint="check its UNTIL, COUNT, end or start; app.defer() runs a job once",
-        )
-    return app.store.save_schedule(
-        tenant=tenant,
-        key=key,
-        job=found.name,
-        origin="api",
-        trigger=trigger,
-        payload=payload,
-        next_run_at=first,
-        now=now,
-    )
 
 
 def _schedules(
@@ -668,47 +653,9 @@ def _schedules(
     )
 
 
-def _stored_start(app: App, tenant: str | None, key: str, trigger: RRule) -> datetime | None:
-    """The start the schedule ``key`` already has when it holds this same rule: saving an
-    unchanged rule keeps its series (given ``now`` as its start again, FREQ=DAILY saved at 08:00
-    and again at 14:37 moved to 14:37)."""
-    try:
-        stored = app.store.get_schedule(tenant, key).trigger
-    except UnknownSchedule:
-        return None
-    if not isinstance(stored, RRule) or stored.start is None:
-        return None
-    if trigger.with_start(stored.start).to_spec() != stored.to_spec():
-        return None
-    return stored.start
-
-
-def _defer(
-    app: App, tenant: str | None, job: Job | str, at: datetime, key: str | None, payload: Any
-) -> Schedule:
-    found = app._job(job)
-    trigger = At(as_utc(at, "at"))
-    keyless = key is None
-    key = key if key is not None else f"{found.name}:{uuid.uuid4().hex}"
-    _check_key(app, tenant, key)
-    if not keyless:
-        _refuse_before_horizon(app, tenant, key, trigger.when)
-    return app.store.save_schedule(
-        keyless=keyless,
-        tenant=tenant,
-        key=key,
-        job=found.name,
-        origin="api",
-        trigger=trigger,
-        payload=payload,
-        next_run_at=None,
-        now=app.now(),
-        occurrences=[Planned(_instance_at(trigger.when), origin="defer")],
-    )
-
-
-def _unschedule(app: App, tenant: str | None, key: str) -> Schedule:
-    schedule = app.store.get_schedule(tenant, checked_key(key))
+def _unschedule(app: App, tenant: str | None, key: str, connection: Any) -> Schedule:
+    within = scheduling.within_of(connection)
+    schedule = app.store.get_schedule(tenant, checked_key(key), within=within)
     if schedule.origin == "code" and schedule.status != "removed":
         raise InvalidSchedule(
             f"schedule {key!r} is the schedule of job {schedule.job!r}, declared in code: each "
@@ -716,34 +663,20 @@ def _unschedule(app: App, tenant: str | None, key: str) -> Schedule:
             hint=f"remove the job's trigger from the code, or app.pause({key!r}), which lasts "
             "across restarts",
         )
-    return app.store.remove_schedule(tenant, key, app.now())
+    return app.store.remove_schedule(tenant, key, app.now(), within=within)
 
 
-def _refuse_before_horizon(app: App, tenant: str | None, key: str, when: datetime) -> None:
-    """Refuse to move the timer ``key`` to a time whose history retention may have pruned:
-    moved away and back, one that had run there ran again."""
-    horizon = app.store.history_horizon()
-    if horizon is None or when >= horizon:
-        return
-    try:
-        stored = app.store.get_schedule(tenant, key).trigger
-    except UnknownSchedule:
-        return  # a new timer: nothing of it can have run
-    if isinstance(stored, At) and stored.when == when:
-        return  # unchanged: saving it again changes nothing
-    raise InvalidSchedule(
-        f"timer {key!r} cannot move to {when.isoformat()}: history before "
-        f"{horizon.isoformat()} has been pruned (retention), so oncely cannot tell whether it "
-        "already ran then",
-        hint="defer it at a later time, or under a new key",
-    )
+def _set_paused(app: App, tenant: str | None, key: str, paused: bool, connection: Any) -> Schedule:
+    within = scheduling.within_of(connection)
+    return app.store.set_paused(tenant, checked_key(key), paused, app.now(), within=within)
 
 
-def _trigger(app: App, tenant: str | None, key: str) -> int:
+def _trigger(app: App, tenant: str | None, key: str, connection: Any) -> int:
     checked_key(key)
+    within = scheduling.within_of(connection)
     now = app.now()
-    planned = [Planned(_instance_at(now), origin="trigger")]
-    return app.store.add_occurrences(tenant, key, planned, now=now)
+    planned = [Planned(scheduling.instance_at(now), origin="trigger")]
+    return app.store.add_occurrences(tenant, key, planned, now=now, within=within)
 
 
 def _backfill(app: App, tenant: str | None, key: str, since: datetime, until: datetime) -> int:
@@ -824,28 +757,6 @@ def _history(
         limit=checked_count("limit", limit, least=1),
         all_tenants=all_tenants,
     )
-
-
-def _instance_at(when: datetime) -> Instance:
-    """The one instance of a one-off at ``when`` (deferred, or triggered by hand)."""
-    # Not next(instances_from(when)): that looks from a microsecond before, which for the
-    # first instant datetime holds raised OverflowError.
-    return At(when).instance
-
-
-def _check_key(app: App, tenant: str | None, key: str) -> None:
-    """Raise `InvalidSchedule` for a key or tenant no store can keep, or a key that is the
-    schedule of a job this app declares in code."""
-    checked_key(key)
-    if tenant is not None:
-        checked_tenant(tenant)
-        return
-    declared = app._jobs.get(key)
-    if declared is not None and declared.trigger is not None:
-        raise InvalidSchedule(
-            f"key {key!r} is the schedule of job {key!r}, declared in code",
-            hint="choose another key, e.g. f'{job}:{id}'",
-        )
 
 
 def _require_start(trigger: RRule, job: str) -> None:

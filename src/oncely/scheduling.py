@@ -1,0 +1,317 @@
+"""Scheduling from application code: one schedule or many, in one transaction, oncely's or the
+caller's (docs/scheduling.md).
+
+`App.schedule`, `App.defer` and their bulk forms `App.schedule_many`, `App.defer_many` (and the
+same on `TenantView`) come here. A single call is a batch of one: each item is checked as the
+single call checks it, then the store saves the batch in one transaction, so a bulk call keeps
+every guarantee of the single one. An error about one item of a bulk call names the item (its
+index and key) and nothing of the call is written.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from oncely.arguments import checked_key, checked_tenant, shown
+from oncely.errors import ConfigurationError, InvalidSchedule, OncelyError, TenantMismatch
+from oncely.model import Planned, Saving, Schedule
+from oncely.recurrence import At, Instance, RRule, Trigger, as_utc
+from oncely.store import Store
+
+if TYPE_CHECKING:
+    from oncely.app import App
+    from oncely.engine import Job
+
+#: What an item of `App.defer_many` and of `App.schedule_many` may hold.
+DEFER_FIELDS = frozenset({"at", "key", "payload", "tenant"})
+SCHEDULE_FIELDS = frozenset({"trigger", "key", "payload", "tenant", "end"})
+
+
+def defer(
+    app: App,
+    tenant: str | None,
+    job: Job | str,
+    at: datetime,
+    key: str | None,
+    payload: Any,
+    connection: Any,
+) -> Schedule:
+    """`App.defer`: one durable one-off timer."""
+    item = defer_item(app, tenant, app._job(job), at, key, payload)
+    return _save(app, [item], connection)[0]
+
+
+def schedule(
+    app: App,
+    tenant: str | None,
+    job: Job | str,
+    trigger: Trigger,
+    key: str,
+    payload: Any,
+    end: datetime | None,
+    connection: Any,
+) -> Schedule:
+    """`App.schedule`: create or replace one schedule."""
+    within = within_of(connection)
+    now = app.now()
+    item = schedule_item(app, tenant, app._job(job), trigger, key, payload, end, now, within)
+    return app.store.save_schedules([item], now, within=within)[0]
+
+
+def defer_many(
+    app: App,
+    bound: str | None,
+    job: Job | str,
+    items: Iterable[Mapping[str, Any]],
+    connection: Any,
+) -> list[Schedule]:
+    """`App.defer_many`: every item as `defer` takes it, all saved or none."""
+    found = app._job(job)
+    within = within_of(connection)
+    batch: list[Saving] = []
+    for index, item in _items(items, DEFER_FIELDS, "at"):
+        with _naming(index, item):
+            tenant = _tenant(bound, item)
+            batch.append(
+                defer_item(app, tenant, found, item["at"], item.get("key"), item.get("payload"))
+            )
+    return _saved_many(app, batch, within)
+
+
+def schedule_many(
+    app: App,
+    bound: str | None,
+    job: Job | str,
+    items: Iterable[Mapping[str, Any]],
+    connection: Any,
+) -> list[Schedule]:
+    """`App.schedule_many`: every item as `schedule` takes it, all saved or none."""
+    found = app._job(job)
+    within = within_of(connection)
+    now = app.now()
+    batch: list[Saving] = []
+    for index, item in _items(items, SCHEDULE_FIELDS, "trigger", "key"):
+        with _naming(index, item):
+            tenant = _tenant(bound, item)
+            batch.append(
+                schedule_item(
+                    app,
+                    tenant,
+                    found,
+                    item["trigger"],
+                    item["key"],
+                    item.get("payload"),
+                    item.get("end"),
+                    now,
+                    within,
+                )
+            )
+    return _saved_many(app, batch, within)
+
+
+def defer_item(
+    app: App, tenant: str | None, job: Job, at: datetime, key: str | None, payload: Any
+) -> Saving:
+    """The checked save of a one-off of ``job`` at ``at``; raises as `App.defer` does."""
+    trigger = At(as_utc(at, "at"))
+    keyless = key is None
+    key = key if key is not None else f"{job.name}:{uuid.uuid4().hex}"
+    check_key(app, tenant, key)
+    return Saving(
+        tenant,
+        key,
+        job.name,
+        trigger,
+        payload,
+        occurrences=[Planned(instance_at(trigger.when), origin="defer")],
+        keyless=keyless,
+        guard_horizon=not keyless,
+    )
+
+
+def schedule_item(
+    app: App,
+    tenant: str | None,
+    job: Job,
+    trigger: Trigger,
+    key: str,
+    payload: Any,
+    end: datetime | None,
+    now: datetime,
+    within: Any,
+) -> Saving:
+    """The checked save of schedule ``key``; raises as `App.schedule` does."""
+    check_key(app, tenant, key)
+    if not isinstance(trigger, Trigger):
+        raise InvalidSchedule(
+            f"{trigger!r} is not a trigger",
+            hint="pass oncely.cron(...), oncely.every(...), oncely.rrule(...) or oncely.at(...)",
+        )
+    starts_now: datetime | None = None
+    if isinstance(trigger, RRule):
+        if end is not None:
+            trigger = trigger.with_end(as_utc(end, "end"))
+        if trigger.start is None and trigger.rule.start is None:
+            kept = _stored_start(app.store, tenant, key, trigger, within)
+            if kept is None:
+                starts_now = now.replace(microsecond=0)
+            trigger = trigger.with_start(kept or starts_now or now)
+    elif end is not None:
+        raise InvalidSchedule(
+            f"end= applies to rrule schedules, and this one is {trigger.kind}",
+            hint="cron and every schedules are perpetual by design; unschedule() stops one",
+        )
+    if starts_now is not None:
+        # A rule that counts from now fires first now: from just after its start,
+        # FREQ=DAILY;COUNT=3 fired twice.
+        first = next((i.at for i in trigger.instances_from(starts_now)), None)
+    else:
+        first = trigger.next_after(now)
+    if first is None:
+        raise InvalidSchedule(
+            f"{trigger!r} never fires after {now.isoformat()}",
+            hint="check its UNTIL, COUNT, end or start; app.defer() runs a job once",
+        )
+    return Saving(tenant, key, job.name, trigger, payload, next_run_at=first)
+
+
+def within_of(connection: Any) -> Any:
+    """The driver connection behind a caller's ``connection=`` (None: oncely's own)."""
+    if connection is None:
+        return None
+    from oncely.integrations.connections import driver_connection
+
+    return driver_connection(connection)
+
+
+def check_key(app: App, tenant: str | None, key: str) -> None:
+    """Raise `InvalidSchedule` for a key or tenant no store can keep, or a key that is the
+    schedule of a job this app declares in code."""
+    checked_key(key)
+    if tenant is not None:
+        checked_tenant(tenant)
+        return
+    declared = app._jobs.get(key)
+    if declared is not None and declared.trigger is not None:
+        raise InvalidSchedule(
+            f"key {key!r} is the schedule of job {key!r}, declared in code",
+            hint="choose another key, e.g. f'{job}:{id}'",
+        )
+
+
+def instance_at(when: datetime) -> Instance:
+    """The one instance of a one-off at ``when`` (deferred, or triggered by hand)."""
+    # Not next(instances_from(when)): that looks from a microsecond before, which for the
+    # first instant datetime holds raised OverflowError.
+    return At(when).instance
+
+
+def _stored_start(
+    store: Store, tenant: str | None, key: str, trigger: RRule, within: Any
+) -> datetime | None:
+    """The start the schedule ``key`` already has when it holds this same rule: saving an
+    unchanged rule keeps its series (given ``now`` as its start again, FREQ=DAILY saved at 08:00
+    and again at 14:37 moved to 14:37)."""
+    from oncely.errors import UnknownSchedule
+
+    try:
+        stored = store.get_schedule(tenant, key, within=within).trigger
+    except UnknownSchedule:
+        return None
+    if not isinstance(stored, RRule) or stored.start is None:
+        return None
+    if trigger.with_start(stored.start).to_spec() != stored.to_spec():
+        return None
+    return stored.start
+
+
+def _save(app: App, batch: Sequence[Saving], connection: Any) -> list[Schedule]:
+    return app.store.save_schedules(batch, app.now(), within=within_of(connection))
+
+
+def _saved_many(app: App, batch: Sequence[Saving], within: Any) -> list[Schedule]:
+    seen: dict[tuple[str | None, str], int] = {}
+    for index, item in enumerate(batch):
+        earlier = seen.setdefault((item.tenant, item.key), index)
+        if earlier != index:
+            # One statement cannot update a row twice; and which of the two was meant?
+            raise InvalidSchedule(
+                f"items {earlier} and {index} both have key {item.key!r}"
+                + (f" in tenant {item.tenant!r}" if item.tenant is not None else ""),
+                hint="a call saves each key once; keep one of them",
+            )
+    try:
+        return app.store.save_schedules(batch, app.now(), within=within)
+    except OncelyError as exc:
+        if exc.item is not None:
+            _name_item(exc, exc.item, batch[exc.item].key, batch[exc.item].keyless)
+        raise
+
+
+def _items(
+    items: Iterable[Mapping[str, Any]], fields: frozenset[str], *required: str
+) -> list[tuple[int, Mapping[str, Any]]]:
+    if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
+        raise ConfigurationError(
+            f"items={shown(items)} is not a list of items; pass a list of dicts, each with "
+            f"{', '.join(sorted(fields))}"
+        )
+    listed = list(enumerate(items))
+    for index, item in listed:
+        key = item.get("key") if isinstance(item, Mapping) else None
+        where = _where(index, key, key is None)
+        if not isinstance(item, Mapping):
+            raise InvalidSchedule(
+                f"{where}: {shown(item)} is not a dict",
+                hint=f"each item is a dict with {', '.join(sorted(fields))}",
+            )
+        unknown = sorted(str(name) for name in set(item) - fields)
+        if unknown:
+            raise InvalidSchedule(
+                f"{where}: {', '.join(unknown)} is not something an item holds",
+                hint=f"an item holds {', '.join(sorted(fields))}",
+            )
+        missing = [name for name in required if name not in item]
+        if missing:
+            raise InvalidSchedule(f"{where}: it has no {', '.join(missing)}")
+    return listed
+
+
+def _tenant(bound: str | None, item: Mapping[str, Any]) -> str | None:
+    """The tenant of ``item`` on an app (``bound`` None) or a view bound to ``bound``."""
+    tenant = item.get("tenant")
+    if bound is None:
+        return None if tenant is None else checked_tenant(tenant)
+    if tenant is not None and checked_tenant(tenant) != bound:
+        raise TenantMismatch(
+            f"this view is bound to tenant {bound!r} and was asked to write to tenant "
+            f"{tenant!r}; use app.for_tenant({tenant!r}) for that tenant"
+        )
+    return bound
+
+
+class _naming:
+    """Names item ``index`` of a bulk call in an `OncelyError` raised in the block."""
+
+    def __init__(self, index: int, item: Mapping[str, Any]) -> None:
+        self.index = index
+        self.key = item.get("key")
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        if isinstance(exc, OncelyError):
+            _name_item(exc, self.index, self.key, self.key is None)
+
+
+def _name_item(exc: OncelyError, index: int, key: Any, keyless: bool) -> None:
+    exc.item = index
+    exc.args = (f"{_where(index, key, keyless)}: {exc}", *exc.args[1:])
+
+
+def _where(index: int, key: Any, keyless: bool) -> str:
+    return f"item {index} (no key)" if keyless else f"item {index} (key {shown(key)})"
