@@ -61,7 +61,7 @@ def _sqlalchemy(given: Any) -> Any:
             "connection= is a SQLAlchemy Connection in no transaction; pass one from "
             "engine.begin(), or call connection.begin() first"
         )
-    return given.connection.driver_connection
+    return _begun(given.connection.driver_connection)
 
 
 def _django(given: Any) -> Any:
@@ -82,4 +82,13 @@ def _django(given: Any) -> Any:
             "statement on its own); schedule inside `with transaction.atomic():`"
         )
     given.ensure_connection()
-    return given.connection
+    return _begun(given.connection)
+
+
+def _begun(driver: Any) -> Any:
+    """``driver``, in the transaction its framework has open: Python's sqlite3 (as SQLAlchemy
+    drives it) sends its BEGIN only before the first write, so the framework's transaction had
+    not begun in the database yet and oncely's writes would have committed on their own."""
+    if isinstance(driver, sqlite3.Connection) and not driver.in_transaction:
+        driver.execute("BEGIN")
+    return driver
