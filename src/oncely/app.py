@@ -20,6 +20,7 @@ from oncely.arguments import (
     checked_tenant,
     shown,
 )
+from oncely.awaitables import twin
 from oncely.clock import DatabaseClock
 from oncely.engine import (
     DEFAULT_GRACE,
@@ -296,6 +297,20 @@ class App:
     ) -> list[Occurrence]:
         """Occurrences of every tenant, newest first: what ran, what did not, and why."""
         return _history(self, None, key, since, until, status, limit, all_tenants=True)
+
+    # The awaitable twins (oncely.awaitables): each awaits the call above on a thread pool.
+    schedule_async = twin(schedule)
+    defer_async = twin(defer)
+    defer_many_async = twin(defer_many)
+    schedule_many_async = twin(schedule_many)
+    unschedule_async = twin(unschedule)
+    pause_async = twin(pause)
+    resume_async = twin(resume)
+    trigger_async = twin(trigger)
+    backfill_async = twin(backfill)
+    explain_async = twin(explain)
+    schedules_async = twin(schedules)
+    history_async = twin(history)
 
     def for_tenant(self, tenant: str) -> TenantView:
         """A view of this app that sees and changes only ``tenant``'s schedules and history.
@@ -603,6 +618,20 @@ class TenantView:
         limit: int = 100,
     ) -> list[Occurrence]:
         return _history(self.app, self.tenant, key, since, until, status, limit)
+
+    # The awaitable twins (oncely.awaitables): each awaits the call above on a thread pool.
+    schedule_async = twin(schedule)
+    defer_async = twin(defer)
+    defer_many_async = twin(defer_many)
+    schedule_many_async = twin(schedule_many)
+    unschedule_async = twin(unschedule)
+    pause_async = twin(pause)
+    resume_async = twin(resume)
+    trigger_async = twin(trigger)
+    backfill_async = twin(backfill)
+    explain_async = twin(explain)
+    schedules_async = twin(schedules)
+    history_async = twin(history)
 
     def __repr__(self) -> str:
         return f"<oncely.App view of tenant {self.tenant!r}>"

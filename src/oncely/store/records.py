@@ -89,7 +89,7 @@ def save_params(
 
 #: Items of `Store.save_schedules` per statement: each statement takes its rows as one JSON
 #: parameter, so this bounds the statement's size, not its parameters.
-SAVE_CHUNK = 5_000
+SAVE_CHUNK = 1_000
 
 
 @contextmanager
