@@ -72,12 +72,22 @@ def defer_many(
     found = app._job(job)
     within = within_of(connection)
     batch: list[Saving] = []
-    for index, item in _items(items, DEFER_FIELDS, "at"):
-        with _naming(index, item):
-            tenant = _tenant(bound, item)
+    listed = _items(items, DEFER_FIELDS, "at")
+    try:
+        for item in listed:
             batch.append(
-                defer_item(app, tenant, found, item["at"], item.get("key"), item.get("payload"))
+                defer_item(
+                    app,
+                    _tenant(bound, item),
+                    found,
+                    item["at"],
+                    item.get("key"),
+                    item.get("payload"),
+                )
             )
+    except OncelyError as exc:
+        _name_item(exc, len(batch), listed[len(batch)].get("key"))
+        raise
     return _saved_many(app, batch, within)
 
 
@@ -93,13 +103,13 @@ def schedule_many(
     within = within_of(connection)
     now = app.now()
     batch: list[Saving] = []
-    for index, item in _items(items, SCHEDULE_FIELDS, "trigger", "key"):
-        with _naming(index, item):
-            tenant = _tenant(bound, item)
+    listed = _items(items, SCHEDULE_FIELDS, "trigger", "key")
+    try:
+        for item in listed:
             batch.append(
                 schedule_item(
                     app,
-                    tenant,
+                    _tenant(bound, item),
                     found,
                     item["trigger"],
                     item["key"],
@@ -109,6 +119,9 @@ def schedule_many(
                     within,
                 )
             )
+    except OncelyError as exc:
+        _name_item(exc, len(batch), listed[len(batch)].get("key"))
+        raise
     return _saved_many(app, batch, within)
 
 
@@ -126,7 +139,7 @@ def defer_item(
         job.name,
         trigger,
         payload,
-        occurrences=[Planned(instance_at(trigger.when), origin="defer")],
+        occurrences=[Planned(trigger.instance, origin="defer")],
         keyless=keyless,
         guard_horizon=not keyless,
     )
@@ -247,35 +260,36 @@ def _saved_many(app: App, batch: Sequence[Saving], within: Any) -> list[Schedule
         return app.store.save_schedules(batch, app.now(), within=within)
     except OncelyError as exc:
         if exc.item is not None:
-            _name_item(exc, exc.item, batch[exc.item].key, batch[exc.item].keyless)
+            item = batch[exc.item]
+            _name_item(exc, exc.item, None if item.keyless else item.key)
         raise
 
 
 def _items(
     items: Iterable[Mapping[str, Any]], fields: frozenset[str], *required: str
-) -> list[tuple[int, Mapping[str, Any]]]:
+) -> list[Mapping[str, Any]]:
     if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
         raise ConfigurationError(
             f"items={shown(items)} is not a list of items; pass a list of dicts, each with "
             f"{', '.join(sorted(fields))}"
         )
-    listed = list(enumerate(items))
-    for index, item in listed:
-        key = item.get("key") if isinstance(item, Mapping) else None
-        where = _where(index, key, key is None)
+    listed = list(items)
+    for index, item in enumerate(listed):
         if not isinstance(item, Mapping):
             raise InvalidSchedule(
-                f"{where}: {shown(item)} is not a dict",
+                f"{_where(index, None)}: {shown(item)} is not a dict",
                 hint=f"each item is a dict with {', '.join(sorted(fields))}",
             )
-        unknown = sorted(str(name) for name in set(item) - fields)
-        if unknown:
+        if not fields.issuperset(item):
+            unknown = sorted(str(name) for name in set(item) - fields)
             raise InvalidSchedule(
-                f"{where}: {', '.join(unknown)} is not something an item holds",
+                f"{_where(index, item.get('key'))}: {', '.join(unknown)} is not something an "
+                "item holds",
                 hint=f"an item holds {', '.join(sorted(fields))}",
             )
         missing = [name for name in required if name not in item]
         if missing:
+            where = _where(index, item.get("key"))
             raise InvalidSchedule(f"{where}: it has no {', '.join(missing)}")
     return listed
 
@@ -293,25 +307,10 @@ def _tenant(bound: str | None, item: Mapping[str, Any]) -> str | None:
     return bound
 
 
-class _naming:
-    """Names item ``index`` of a bulk call in an `OncelyError` raised in the block."""
-
-    def __init__(self, index: int, item: Mapping[str, Any]) -> None:
-        self.index = index
-        self.key = item.get("key")
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
-        if isinstance(exc, OncelyError):
-            _name_item(exc, self.index, self.key, self.key is None)
-
-
-def _name_item(exc: OncelyError, index: int, key: Any, keyless: bool) -> None:
+def _name_item(exc: OncelyError, index: int, key: Any) -> None:
     exc.item = index
-    exc.args = (f"{_where(index, key, keyless)}: {exc}", *exc.args[1:])
+    exc.args = (f"{_where(index, key)}: {exc}", *exc.args[1:])
 
 
-def _where(index: int, key: Any, keyless: bool) -> str:
-    return f"item {index} (no key)" if keyless else f"item {index} (key {shown(key)})"
+def _where(index: int, key: Any) -> str:
+    return f"item {index} (no key)" if key is None else f"item {index} (key {shown(key)})"

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 import oncely
+from oncely.store import SqliteStore
 from oncely.testing import Clock
 
 # The most CPU time the event loop's thread may spend while one oncely call is awaited
@@ -83,3 +87,33 @@ def _loop_cpu_per_call(calls: list[Callable[[], Awaitable[Any]]]) -> list[float]
         return spent
 
     return asyncio.run(await_each())
+
+
+def test_a_twin_writes_in_the_callers_transaction_when_its_connection_may_cross_threads(
+    sqlite_url: str, clock: Clock
+) -> None:
+    app = oncely.App(sqlite_url, clock=clock)
+
+    @app.job()
+    def remind(run: oncely.Run) -> None:
+        pass
+
+    store = app.store
+    assert isinstance(store, SqliteStore)
+    path = store.path
+    pinned = sqlite3.connect(path, isolation_level=None)
+    crossing = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    try:
+        pinned.execute("BEGIN")
+        with pytest.raises(oncely.ConfigurationError, match="same thread"):
+            asyncio.run(app.defer_async(remind, at=clock(), key="k", connection=pinned))
+        pinned.rollback()
+        crossing.execute("BEGIN")
+        asyncio.run(app.defer_async(remind, at=clock(), key="k", connection=crossing))
+        assert app.schedules() == []
+        crossing.commit()
+        assert [s.key for s in app.schedules()] == ["k"]
+    finally:
+        pinned.close()
+        crossing.close()
+        app.close()

@@ -103,9 +103,10 @@ class Store(ABC):
         key, deleted by `prune` once finished. ``tenant=None`` is the no-tenant space, distinct
         from every named tenant. A batch holds each (tenant, key) once.
 
-        Existing rows are locked in (tenant, key) order, so two batches sharing keys never
-        deadlock; the statements take the batch in chunks, each one parameter per column or less,
-        far from PostgreSQL's 65,535. PostgreSQL: one NOTIFY for the whole batch.
+        The batch is written in chunks of `records.SAVE_CHUNK` items, each statement taking its
+        rows as one JSON parameter (PostgreSQL allows 65,535 parameters a statement). On
+        PostgreSQL the existing rows are locked in (tenant, key) order, so two batches sharing
+        keys never deadlock, and one NOTIFY is sent for the whole batch.
 
         ``within``: a connection of the caller's, in an open transaction on this store's
         database (`PostgresStore`: psycopg; `SqliteStore`: sqlite3 on the same file): the writes

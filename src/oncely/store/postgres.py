@@ -20,7 +20,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import set_json_loads
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from oncely.errors import ConfigurationError, StoreError, StoreUnavailable
+from oncely.errors import ConfigurationError, OncelyError, StoreError, StoreUnavailable
 from oncely.model import (
     Abandoned,
     Claim,
@@ -45,7 +45,6 @@ from oncely.store.queries import migrations, queries
 from oncely.store.records import (
     SAVE_CHUNK,
     known,
-    naming_item,
     occurrence_params,
     tenant_column,
     unknown_schedule,
@@ -190,10 +189,7 @@ class PostgresStore(Store):
     ) -> list[Schedule]:
         if not batch:
             return []
-        params = []
-        for index, item in enumerate(batch):
-            with naming_item(index):
-                params.append(records.item_params(item, now))
+        params = records.batch_params(batch, now)
         saved: list[Schedule] = []
         with self._session(within) as (connection, own):
             cursor = self._cursor(connection, own)
@@ -233,11 +229,14 @@ class PostgresStore(Store):
                 horizon = row["horizon"]
         rows, occurrences, replaced_ids = [], [], []
         for offset, (item, item_params) in enumerate(zip(batch, params, strict=True)):
-            with naming_item(first + offset):
-                found = existing.get((item_params["tenant"], item_params["key"]))
+            found = existing.get((item_params["tenant"], item_params["key"]))
+            try:
                 decided, replaced = records.save_params(found, item_params)
                 if item.guard_horizon and isinstance(item.trigger, At):
                     records.refuse_before_horizon(found, decided, item.trigger.when, horizon)
+            except OncelyError as exc:
+                exc.item = first + offset
+                raise
             if replaced:
                 assert found is not None
                 replaced_ids.append(found["id"])
@@ -257,12 +256,8 @@ class PostgresStore(Store):
                 supersede = {"ids": _bigint_array(replaced_ids), "reason": records.SUPERSEDED}
                 connection.execute(self._sql["supersede_pending"], supersede)
             upsert = self._cursor(connection, False)
-            upsert.execute(self._sql["upsert_schedules"], {"rows": json.dumps(rows), "now": now})
-            if occurrences:
-                connection.execute(
-                    self._sql["insert_saved_occurrences"],
-                    {"rows": json.dumps(occurrences), "now": now},
-                )
+            saving = {"rows": json.dumps(rows), "occurrences": json.dumps(occurrences), "now": now}
+            upsert.execute(self._sql["upsert_schedules"], saving)
             if finish is not None:
                 connection.execute(self._sql["notify_change"])
             if finish == "commit":

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -92,14 +91,16 @@ def save_params(
 SAVE_CHUNK = 1_000
 
 
-@contextmanager
-def naming_item(index: int) -> Iterator[None]:
-    """Mark an `OncelyError` raised in the block as being about item ``index`` of a batch."""
+def batch_params(batch: Sequence[Saving], now: datetime) -> list[dict[str, Any]]:
+    """`item_params` of each item of ``batch``; an error says which item (``.item``)."""
+    params: list[dict[str, Any]] = []
     try:
-        yield
+        for item in batch:
+            params.append(item_params(item, now))
     except OncelyError as exc:
-        exc.item = index
+        exc.item = len(params)
         raise
+    return params
 
 
 def item_params(item: Saving, now: datetime) -> dict[str, Any]:

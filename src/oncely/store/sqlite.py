@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from oncely.errors import ConfigurationError, StoreError, StoreUnavailable
+from oncely.errors import ConfigurationError, OncelyError, StoreError, StoreUnavailable
 from oncely.model import (
     Abandoned,
     Claim,
@@ -36,7 +36,6 @@ from oncely.store.queries import migrations, queries
 from oncely.store.records import (
     SAVE_CHUNK,
     known,
-    naming_item,
     occurrence_params,
     tenant_column,
     unknown_schedule,
@@ -262,10 +261,7 @@ class SqliteStore(Store):
     ) -> list[Schedule]:
         if not batch:
             return []
-        params = []
-        for index, item in enumerate(batch):
-            with naming_item(index):
-                params.append(records.item_params(item, now))
+        params = records.batch_params(batch, now)
         saved: list[Schedule] = []
         with self._write(within) as connection:
             for start in range(0, len(batch), SAVE_CHUNK):
@@ -294,11 +290,14 @@ class SqliteStore(Store):
                 horizon = found["horizon"]
         rows, occurrences, replaced_ids = [], [], []
         for offset, (item, item_params) in enumerate(zip(batch, params, strict=True)):
-            with naming_item(first + offset):
-                stored = existing.get((item_params["tenant"], item_params["key"]))
+            stored = existing.get((item_params["tenant"], item_params["key"]))
+            try:
                 decided, replaced = records.save_params(stored, item_params)
                 if item.guard_horizon and isinstance(item.trigger, At):
                     records.refuse_before_horizon(stored, decided, item.trigger.when, horizon)
+            except OncelyError as exc:
+                exc.item = first + offset
+                raise
             if replaced:
                 assert stored is not None
                 replaced_ids.append(stored["id"])
