@@ -72,7 +72,8 @@ def test_a_rollback_leaves_no_timer_and_a_commit_makes_it_run(
 
     caller = open_caller()
     app.defer(remind, at=clock(), key="one", payload=1, connection=caller)
-    app.defer_many(remind, [{"at": clock(), "key": "two", "payload": 2}], connection=caller)
+    cursor = caller.cursor()  # a cursor stands for its connection
+    app.defer_many(remind, [{"at": clock(), "key": "two", "payload": 2}], connection=cursor)
     caller.commit()
     assert _keys(app) == ["one", "two"]
     app.tick()
