@@ -3,6 +3,7 @@ the same checks, the same idempotency by key, all or nothing, an error naming th
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime, timedelta
 
 import pytest
@@ -185,3 +186,42 @@ def test_items_that_are_not_a_list_of_dicts_are_refused(
     with pytest.raises(oncely.InvalidSchedule, match=r"^item 0 \(key 'k'\): it has no trigger"):
         app.schedule_many(remind, [{"key": "k"}])
     assert app.defer_many(remind, []) == []
+
+
+def test_two_batches_of_the_same_new_keys_in_opposite_orders_both_succeed(
+    postgres_url: str, clock: Clock
+) -> None:
+    apps = [oncely.App(postgres_url, clock=clock) for _ in range(2)]
+    for app in apps:
+
+        @app.job()
+        def remind(run: oncely.Run) -> None:
+            pass
+
+        assert app.store.dialect == "postgres"
+    items = _timers(clock, SAVE_CHUNK * 3)
+    errors: list[BaseException] = []
+    start = threading.Barrier(2)
+
+    def save(app: oncely.App, batch: list[dict[str, object]]) -> None:
+        start.wait()
+        try:
+            app.defer_many("remind", batch)
+        except oncely.OncelyError as exc:
+            errors.append(exc)
+
+    threads = [
+        threading.Thread(target=save, args=(apps[0], items)),
+        threading.Thread(target=save, args=(apps[1], items[::-1])),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    try:
+        assert errors == []
+        assert len(apps[0].schedules()) == len(items)
+        assert len(apps[0].history(limit=10_000)) == len(items)
+    finally:
+        for app in apps:
+            app.close()

@@ -190,35 +190,37 @@ class PostgresStore(Store):
         if not batch:
             return []
         params = records.batch_params(batch, now)
-        saved: list[Schedule] = []
+        # Written in (tenant, key) order, the whole batch across its chunks: two batches of the
+        # same new keys in opposite orders each took half of them and deadlocked on the rest.
+        order = sorted(range(len(batch)), key=lambda n: (params[n]["tenant"], params[n]["key"]))
+        saved: dict[int, Schedule] = {}
         with self._session(within) as (connection, own):
             cursor = self._cursor(connection, own)
-            for start in range(0, len(batch), SAVE_CHUNK):
-                last = start + SAVE_CHUNK >= len(batch)
-                saved += self._save_chunk(
-                    connection,
-                    cursor,
-                    batch[start : start + SAVE_CHUNK],
-                    params[start : start + SAVE_CHUNK],
-                    start,
-                    now,
-                    finish="commit" if own and last else "notify" if last else None,
+            for start in range(0, len(order), SAVE_CHUNK):
+                last = start + SAVE_CHUNK >= len(order)
+                chunk = [(n, batch[n], params[n]) for n in order[start : start + SAVE_CHUNK]]
+                saved.update(
+                    self._save_chunk(
+                        connection,
+                        cursor,
+                        chunk,
+                        now,
+                        finish="commit" if own and last else "notify" if last else None,
+                    )
                 )
-        return saved
+        return [saved[n] for n in range(len(batch))]
 
     def _save_chunk(
         self,
         connection: Connection,
         cursor: psycopg.Cursor[dict[str, Any]],
-        batch: Sequence[Saving],
-        params: list[dict[str, Any]],
-        first: int,
+        chunk: Sequence[tuple[int, Saving, dict[str, Any]]],
         now: datetime,
         finish: str | None,
-    ) -> list[Schedule]:
-        """Save one chunk of a batch whose first item is item ``first``; ``finish`` "notify"
-        sends the batch's NOTIFY after it, "commit" also commits."""
-        keyed = [p for item, p in zip(batch, params, strict=True) if not item.keyless]
+    ) -> dict[int, Schedule]:
+        """Save one chunk of a batch, (index in the batch, item, params) each; ``finish``
+        "notify" sends the batch's NOTIFY after it, "commit" also commits."""
+        keyed = [p for _, item, p in chunk if not item.keyless]
         existing: dict[tuple[str, str], dict[str, Any]] = {}
         horizon: datetime | None = None
         if keyed:
@@ -228,14 +230,14 @@ class PostgresStore(Store):
                 existing[row["tenant"], row["key"]] = row
                 horizon = row["horizon"]
         rows, occurrences, replaced_ids = [], [], []
-        for offset, (item, item_params) in enumerate(zip(batch, params, strict=True)):
+        for index, item, item_params in chunk:
             found = existing.get((item_params["tenant"], item_params["key"]))
             try:
                 decided, replaced = records.save_params(found, item_params)
                 if item.guard_horizon and isinstance(item.trigger, At):
                     records.refuse_before_horizon(found, decided, item.trigger.when, horizon)
             except OncelyError as exc:
-                exc.item = first + offset
+                exc.item = index
                 raise
             if replaced:
                 assert found is not None
@@ -263,10 +265,9 @@ class PostgresStore(Store):
             if finish == "commit":
                 connection.execute(self._sql["commit"])
         values = {(row["tenant"], row["key"]): row for row in upsert.fetchall()}
-        return [
-            records.saved(values[p["tenant"], p["key"]], item)
-            for item, p in zip(batch, params, strict=True)
-        ]
+        return {
+            index: records.saved(values[p["tenant"], p["key"]], item) for index, item, p in chunk
+        }
 
     @contextmanager
     def _session(self, within: Any) -> Iterator[tuple[Connection, bool]]:
