@@ -6,13 +6,19 @@ line. Each project's ``.py`` files at that commit are materialised under ``--roo
 (default /work/.mirror, where the session's fetch puts ``owner+name/repo``), with a
 ``pyproject.toml`` of ``[tool.oncely.lint]`` alone: the default configuration, but for the
 ``exclude`` globs a line gives (third-party code vendored into a project is not the project's).
-Then ``oncely lint --no-cache --format json`` runs in each.
+A project with a file ``bench/lint_corpus_config/<owner+name>.toml`` gets that file appended:
+its ``[tool.oncely.lint.ONC2xx]`` tables configure the rules that are inert until configured
+(boundaries, confined symbols, declaration kinds, reserved names), each as one the project's
+maintainers could adopt; the file's first comment lines say why. Then
+``oncely lint --no-cache --format json`` runs in each.
 
 Findings are split into test code (a ``test``/``tests``/``testing`` folder, ``test_*.py``,
 ``*_test.py``, ``conftest.py``) and the rest, and matched against the judgments in
 ``bench/lint_corpus_judged.txt`` (``owner/name path:line CODE true|false|test-only -- why``);
-a finding not judged yet is listed as such, so a re-run shows what is new. Run from the project
-root::
+a finding not judged yet is listed as such, so a re-run shows what is new. Every rule has its
+row, found or not; the corpus has no ``# oncely: allow`` comments, so ONC000 and ONC002 have
+nothing to judge here: bench/lint_replay.py writes suppressions and finds the stale ones. Run
+from the project root::
 
     .venv/bin/python bench/lint_corpus.py            # the tables
     .venv/bin/python bench/lint_corpus.py --list     # and every finding, with its judgment
@@ -31,9 +37,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from oncely.lint.rules import rule_codes
+
 ROOT = Path(__file__).resolve().parent.parent
 ONCELY = ROOT / ".venv" / "bin" / "oncely"
 CORPUS = ROOT / "bench" / "lint_corpus.txt"
+CONFIGS = ROOT / "bench" / "lint_corpus_config"
 JUDGED = ROOT / "bench" / "lint_corpus_judged.txt"
 VERDICTS = ("true", "false", "test-only")
 _TEST_FOLDERS = {"test", "tests", "testing"}
@@ -113,12 +122,18 @@ def read_judged(path: Path) -> Judgments:
     return judged
 
 
-def materialise(project: Project, mirror: Path, root: Path) -> Path:
+def project_config(project: Project, configs: Path) -> str:
+    """The ``pyproject.toml`` the project is linted with: its excludes and its configured rules."""
+    exclude = ", ".join(json.dumps(glob) for glob in project.exclude)
+    config = f"[tool.oncely.lint]\nexclude = [{exclude}]\n" if exclude else "[tool.oncely.lint]\n"
+    extra = configs / f"{project.folder}.toml"
+    return config + "\n" + extra.read_text() if extra.is_file() else config
+
+
+def materialise(project: Project, mirror: Path, root: Path, config: str) -> Path:
     """The project's ``.py`` files at its commit under ``root``, extracted once."""
     target = root / project.folder
     stamp = target / ".corpus-commit"
-    exclude = ", ".join(json.dumps(glob) for glob in project.exclude)
-    config = f"[tool.oncely.lint]\nexclude = [{exclude}]\n" if exclude else "[tool.oncely.lint]\n"
     if stamp.is_file() and stamp.read_text().strip() == project.commit:
         (target / "pyproject.toml").write_text(config)
         return target
@@ -140,13 +155,20 @@ def materialise(project: Project, mirror: Path, root: Path) -> Path:
     return target
 
 
-def lint(project: Project, folder: Path) -> list[Found]:
+def lint(
+    project: Project,
+    folder: Path,
+    oncely: Sequence[str] = (str(ONCELY),),
+    env: dict[str, str] | None = None,
+) -> list[Found]:
+    """``oncely lint`` in ``folder``; ``oncely`` and ``env`` run another version of it."""
     done = subprocess.run(
-        [str(ONCELY), "lint", "--no-cache", "--format", "json", "."],
+        [*oncely, "lint", "--no-cache", "--format", "json", "."],
         cwd=folder,
         capture_output=True,
         text=True,
         check=False,
+        env=env,
     )
     if done.returncode not in (0, 1):
         raise SystemExit(f"oncely lint in {folder} exited {done.returncode}: {done.stderr}")
@@ -172,12 +194,13 @@ def counts_table(findings: Sequence[Found], repos: Sequence[str]) -> str:
 
 
 def verdict_table(findings: Sequence[Found], judged: Judgments) -> str:
-    """Per rule: true, false, test-only and unjudged findings, outside and inside test code."""
+    """Per rule, every rule: true, false, test-only and unjudged findings, outside and inside
+    test code."""
     out = [
         "| rule | true | false (outside tests) | false (in tests) | test-only | unjudged |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    for code in sorted({f.code for f in findings}):
+    for code in sorted({*rule_codes(), *(f.code for f in findings)}):
         tally: Counter[str] = Counter()
         for found in (f for f in findings if f.code == code):
             verdict = judged.get(found.key, ("unjudged", ""))[0]
@@ -195,6 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=CORPUS, help="owner/name commit kind")
     parser.add_argument("--judged", type=Path, default=JUDGED, help="the judgments")
+    parser.add_argument("--configs", type=Path, default=CONFIGS, help="<owner+name>.toml each")
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
     parser.add_argument("--root", type=Path, default=Path("/work/scratch-lint"))
     parser.add_argument("--list", action="store_true", help="print every finding")
@@ -203,10 +227,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     judged = read_judged(args.judged)
     findings: list[Found] = []
     for project in projects:
-        folder = materialise(project, args.mirror, args.root)
+        folder = materialise(project, args.mirror, args.root, project_config(project, args.configs))
         files = sum(1 for _ in folder.rglob("*.py"))
         mine = lint(project, folder)
         excluded = f", excluding {', '.join(project.exclude)}" if project.exclude else ""
+        configured = (args.configs / f"{project.folder}.toml").is_file()
+        excluded += f", configured by {project.folder}.toml" if configured else ""
         print(f"- {project.repo} @ {project.commit[:12]} ({project.kind}): {files} files"
               f"{excluded}, {len(mine)} finding(s)")  # fmt: skip
         findings.extend(mine)

@@ -284,7 +284,8 @@ class App:
         """Every tenant's schedules (this app is not bound to one), or only ``tenant``'s, by
         (tenant, key): all of them, or one page of ``limit`` at most, after the schedule ``after``
         (the last of the previous page, or its (tenant, key)), filtered by ``job``, ``status``
-        and ``key_prefix``. Raises `ConfigurationError` for a filter it cannot use."""
+        and ``key_prefix``; unscheduled ones only with ``status="removed"``. Raises
+        `ConfigurationError` for a filter it cannot use."""
         return _schedules(self, tenant, tenant is None, job, status, key_prefix, after, limit)
 
     def history(
@@ -322,7 +323,12 @@ class App:
     # --- running ------------------------------------------------------------------------------
 
     def tick(self) -> TickReport:
-        """Run everything due now, in this process. Raises `TickFailed` naming a failed step."""
+        """Run everything due now, in this process. Raises `TickFailed` naming a failed step.
+
+        The handlers run one after another, claimed in small batches: an occurrence claimed
+        beside a slow handler waits for it, and if that outlasts its lease, another worker
+        takes it over. A service with slow jobs runs `run_worker` (handlers in parallel).
+        """
         return self._the_engine().tick()
 
     def lock(
@@ -661,8 +667,10 @@ def _schedules(
             f"after={after!r} is not a Schedule or (tenant, key); pass the last schedule of the "
             "previous page"
         )
-    if status is not None and status not in ("active", "ended", "invalid"):
-        raise ConfigurationError(f"status={status!r}: use 'active', 'ended' or 'invalid'")
+    if status is not None and status not in ("active", "ended", "invalid", "removed"):
+        raise ConfigurationError(
+            f"status={status!r}: use 'active', 'ended', 'invalid' or 'removed'"
+        )
     if tenant is not None:
         checked_tenant(tenant)
     if key_prefix is not None:

@@ -58,6 +58,8 @@ def schedule(
     within = within_of(connection)
     now = app.now()
     item = schedule_item(app, tenant, app._job(job), trigger, key, payload, end, now, within)
+    if isinstance(item, Schedule):
+        return item
     return app.store.save_schedules([item], now, within=within)[0]
 
 
@@ -102,7 +104,7 @@ def schedule_many(
     found = app._job(job)
     within = within_of(connection)
     now = app.now()
-    batch: list[Saving] = []
+    batch: list[Saving | Schedule] = []
     listed = _items(items, SCHEDULE_FIELDS, "trigger", "key")
     try:
         for item in listed:
@@ -122,7 +124,9 @@ def schedule_many(
     except OncelyError as exc:
         _name_item(exc, len(batch), listed[len(batch)].get("key"))
         raise
-    return _saved_many(app, batch, within)
+    saving = [item for item in batch if isinstance(item, Saving)]
+    saved = iter(_saved_many(app, saving, within))
+    return [item if isinstance(item, Schedule) else next(saved) for item in batch]
 
 
 def defer_item(
@@ -155,8 +159,9 @@ def schedule_item(
     end: datetime | None,
     now: datetime,
     within: Any,
-) -> Saving:
-    """The checked save of schedule ``key``; raises as `App.schedule` does."""
+) -> Saving | Schedule:
+    """The checked save of schedule ``key``, or the schedule itself when saving it would change
+    nothing (an unchanged rule whose series has ended); raises as `App.schedule` does."""
     check_key(app, tenant, key)
     if not isinstance(trigger, Trigger):
         raise InvalidSchedule(
@@ -164,14 +169,16 @@ def schedule_item(
             hint="pass oncely.cron(...), oncely.every(...), oncely.rrule(...) or oncely.at(...)",
         )
     starts_now: datetime | None = None
+    kept: Schedule | None = None
     if isinstance(trigger, RRule):
         if end is not None:
             trigger = trigger.with_end(as_utc(end, "end"))
         if trigger.start is None and trigger.rule.start is None:
-            kept = _stored_start(app.store, tenant, key, trigger, within)
+            kept = _same_rule_stored(app.store, tenant, key, trigger, within)
             if kept is None:
                 starts_now = now.replace(microsecond=0)
-            trigger = trigger.with_start(kept or starts_now or now)
+            start = kept.trigger.start if kept and isinstance(kept.trigger, RRule) else None
+            trigger = trigger.with_start(start or starts_now or now)
     elif end is not None:
         raise InvalidSchedule(
             f"end= applies to rrule schedules, and this one is {trigger.kind}",
@@ -183,6 +190,10 @@ def schedule_item(
         first = next((i.at for i in trigger.instances_from(starts_now)), None)
     else:
         first = trigger.next_after(now)
+    if first is None and kept is not None and kept.job == job.name:
+        # Saved again unchanged once its series ended (code that saves it at each start): that
+        # changes nothing, as saving an unchanged rule does while it still fires.
+        return kept
     if first is None:
         raise InvalidSchedule(
             f"{trigger!r} never fires after {now.isoformat()}",
@@ -222,23 +233,24 @@ def instance_at(when: datetime) -> Instance:
     return At(when).instance
 
 
-def _stored_start(
+def _same_rule_stored(
     store: Store, tenant: str | None, key: str, trigger: RRule, within: Any
-) -> datetime | None:
-    """The start the schedule ``key`` already has when it holds this same rule: saving an
+) -> Schedule | None:
+    """The schedule ``key`` when it already holds this same rule, with its start: saving an
     unchanged rule keeps its series (given ``now`` as its start again, FREQ=DAILY saved at 08:00
     and again at 14:37 moved to 14:37)."""
     from oncely.errors import UnknownSchedule
 
     try:
-        stored = store.get_schedule(tenant, key, within=within).trigger
+        schedule = store.get_schedule(tenant, key, within=within)
     except UnknownSchedule:
         return None
+    stored = schedule.trigger
     if not isinstance(stored, RRule) or stored.start is None:
         return None
     if trigger.with_start(stored.start).to_spec() != stored.to_spec():
         return None
-    return stored.start
+    return schedule
 
 
 def _save(app: App, batch: Sequence[Saving], connection: Any) -> list[Schedule]:

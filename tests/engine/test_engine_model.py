@@ -3,8 +3,9 @@
 Two apps share one store and one clock, as two instances of a service would. The steps are what
 people and processes do: defer, move and cancel timers, save recurring schedules, pause, resume,
 trigger, backfill, prune history, advance the clock (and step it back), tick either app, fail a
-handler, and crash a worker that holds claims. After every step the invariants below must hold;
-a failing example shrinks to a short story.
+handler, run a handler for longer than its schedule's period, crash a worker that holds claims,
+and, on PostgreSQL, edit a timer while a worker's claim holds its rows. After every step the
+invariants below must hold; a failing example shrinks to a short story.
 
 - No occurrence starts before its scheduled time.
 - At most one completed run per idempotency key (and so per (schedule, time)), across prunes.
@@ -13,6 +14,10 @@ a failing example shrinks to a short story.
   it came due never runs. A backlog of another schedule never holds it back.
 - A skip reason never says that a run happened which did not.
 - A tenant view sees only its own tenant's schedules and history.
+- Under ``buffer_one``, the occurrence that came due while a long run went on runs once it ends.
+- A rule saved again unchanged keeps its series; `oncely preview` lists that series.
+- A finished timer deferred without a key is forgotten once its history is pruned.
+- No step raises: an edit racing a claim never meets a deadlock.
 
 `make test` runs a few hundred examples per store; `make faults` (ONCELY_FAULTS=long) thousands.
 """
@@ -21,6 +26,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,13 +37,15 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from click.testing import CliRunner
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from psycopg import sql
 
 import oncely
 from _services import with_database
+from oncely.cli.preview import preview
 from oncely.engine import TickReport
 from oncely.model import Claim
 from oncely.testing import Clock
@@ -55,8 +65,12 @@ START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 KEYS = ("a", "b")
 TENANTS = (None, "t1")
 RETENTIONS = (timedelta(0), timedelta(minutes=30), timedelta(hours=2))
+LATER = (timedelta(0), timedelta(seconds=1), timedelta(hours=1), timedelta(hours=3))
 LEASE = timedelta(hours=1)
 GRACE = timedelta(minutes=15)  # the jobs' misfire grace, the default
+# Longer than the buffered job's period, shorter than two of them and than its lease.
+SLOW_RUN = timedelta(minutes=80)
+RULE = "FREQ=HOURLY;COUNT=3"
 
 
 @dataclass
@@ -75,6 +89,10 @@ class World:
 
     calls: list[tuple[str | None, str, datetime, datetime, str]] = field(default_factory=list)
     failing: set[tuple[str | None, str]] = field(default_factory=set)
+    # The next buffered run takes SLOW_RUN; the slow runs so far: (tenant, time, end).
+    slow_next: bool = False
+    slow_runs: list[tuple[str | None, datetime, datetime]] = field(default_factory=list)
+    errors: list[BaseException] = field(default_factory=list)
 
 
 class EngineModel(RuleBasedStateMachine):
@@ -92,7 +110,9 @@ class EngineModel(RuleBasedStateMachine):
         self.ns = uuid.uuid4().hex[:8]
         self.job_name = f"remind_{self.ns}"
         self.hourly_name = f"hourly_{self.ns}"
-        self.apps = [self._app(), self._app()]
+        self.buffered_name = f"buffered_{self.ns}"
+        self.apps = [self._app(0), self._app(1)]
+        self.postgres = self.url.startswith("postgresql")
         self.timers: dict[tuple[str | None, str], Timer] = {}
         self.times_of: dict[tuple[str | None, str], list[datetime]] = {}
         self.paused: set[tuple[str | None, str]] = set()
@@ -101,8 +121,13 @@ class EngineModel(RuleBasedStateMachine):
         self.moved_away: set[tuple[str | None, str, datetime]] = set()
         self.held: list[Claim] = []
         self.ticked_at: datetime | None = None
+        # The furthest the clock has been when an app did work: a step back does not undo a
+        # misfire judged then.
+        self.furthest = START
+        self.rule_start: dict[str | None, datetime] = {}
+        self.keyless: dict[str, datetime] = {}  # key -> when it was deferred
 
-    def _app(self) -> oncely.App:
+    def _app(self, index: int) -> oncely.App:
         app = oncely.App(self.url, clock=self.clock)
         world, clock = self.world, self.clock
 
@@ -118,6 +143,23 @@ class EngineModel(RuleBasedStateMachine):
         # serves both jobs, as it does for the jobs of a lease group.
         app.job(name=self.job_name, lease=LEASE)(handler)
         app.job(name=self.hourly_name, overlap="skip", lease=LEASE)(handler)
+
+        def buffered(run: oncely.Run) -> None:
+            handler(run)
+            if world.slow_next:
+                # A long run, while the other app keeps ticking.
+                world.slow_next = False
+                other = self.apps[1 - index]
+                for _ in range(SLOW_RUN // timedelta(minutes=10)):
+                    clock.advance(minutes=10)
+                    try:
+                        other.tick()
+                    except BaseException as exc:  # a handler must not swallow it: reported
+                        world.errors.append(exc)
+                world.slow_runs.append((run.tenant, run.scheduled_for, clock()))
+
+        lease = SLOW_RUN + LEASE  # no run of it outlasts its lease: there is no heartbeat here
+        app.job(name=self.buffered_name, overlap="buffer_one", lease=lease)(buffered)
         return app
 
     def teardown(self) -> None:
@@ -151,6 +193,17 @@ class EngineModel(RuleBasedStateMachine):
             named = deferred[index % len(deferred)]
             times = self.times_of[named]
             self._defer(named, times[-1 - back % len(times)])
+
+    @rule(index=st.integers(0, 20), slot=SLOTS)
+    def move_away_and_back(self, index: int, slot: int) -> None:
+        """A person moves a timer to another time, then thinks better of it."""
+        deferred = sorted(self.timers, key=_order)
+        deferred = [named for named in deferred if named in self.times_of]
+        if deferred:
+            named = deferred[index % len(deferred)]
+            back = self.timers[named].at
+            self._defer(named, self.origin + slot * SLOT)
+            self._defer(named, back)
 
     def _defer(self, named: tuple[str | None, str], at: datetime) -> None:
         previous = self.timers.get(named)
@@ -225,6 +278,75 @@ class EngineModel(RuleBasedStateMachine):
         with contextlib.suppress(oncely.UnknownSchedule):
             self._scope(tenant).trigger(name)
 
+    @rule(tenant=st.sampled_from(TENANTS))
+    def save_buffered(self, tenant: str | None) -> None:
+        self._scope(tenant).schedule(
+            self.buffered_name, oncely.every(hours=1), key=f"buffered:{self.ns}"
+        )
+
+    @rule()
+    def next_buffered_run_is_slow(self) -> None:
+        self.world.slow_next = True
+
+    @rule(tenant=st.sampled_from(TENANTS))
+    def save_rule(self, tenant: str | None) -> None:
+        """Save an RRULE without a start, or save it again unchanged."""
+        self._scope(tenant).schedule(self.hourly_name, oncely.rrule(RULE), key=f"rule:{self.ns}")
+        if tenant in self.rule_start:
+            return
+        start = self.rule_start[tenant] = self.clock()
+        # What a person checking the rule sees: the series a schedule saved now runs.
+        shown = CliRunner().invoke(preview, [RULE, "--start", start.isoformat(), "-n", "5"])
+        assert shown.exit_code == 0, shown.output
+        listed = re.findall(r"(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)Z", shown.output)
+        assert [datetime.fromisoformat(t).replace(tzinfo=UTC) for t in listed] == [
+            start + timedelta(hours=n) for n in range(3)
+        ], shown.output
+
+    @rule(slot=SLOTS)
+    def defer_keyless(self, slot: int) -> None:
+        at = self.origin + slot * SLOT
+        saved = self.apps[0].defer(self.job_name, at=at)
+        self.keyless[saved.key] = self.clock()
+        self.timers[(None, saved.key)] = Timer(at)
+
+    @precondition(lambda self: self.postgres)
+    @rule(which=st.integers(0, 1), key=st.sampled_from(KEYS), slot=SLOTS)
+    def edit_while_a_claim_holds_its_rows(self, which: int, key: str, slot: int) -> None:
+        """A person moves a timer while a worker's claim, under way, holds the rows it took."""
+        named: tuple[str | None, str] = (None, f"timer:{key}:{self.ns}")
+        store = self.apps[which].store
+        choose: Callable[..., object] = store._candidates  # type: ignore[attr-defined]
+        editor = threading.Thread(target=self._defer_reporting, args=(named, slot))
+
+        def candidates_then_an_edit(connection: object, name: str, *args: object) -> object:
+            found = choose(connection, name, *args)
+            if name == "claim_ready" and found and editor.ident is None:
+                editor.start()
+                _wait_until_blocked_or_done(self.url, editor)
+            return found
+
+        store._candidates = candidates_then_an_edit  # type: ignore[attr-defined]
+        try:
+            self._tick(which, edited=named)
+        finally:
+            del store._candidates
+            if editor.ident is None:
+                editor.start()
+            editor.join(timeout=60)
+        assert not editor.is_alive(), "the edit never finished"
+        previous = self.times_of.get(named, [])
+        # Either order is right: the claim ran the old time, or the edit replaced it first.
+        for at in previous[:-1]:
+            if self._ran(named, at):
+                self.moved_away.discard((*named, at))
+
+    def _defer_reporting(self, named: tuple[str | None, str], slot: int) -> None:
+        try:
+            self._defer(named, self.origin + slot * SLOT)
+        except BaseException as exc:  # reported by the invariant below
+            self.world.errors.append(exc)
+
     # --- what time and processes do ----------------------------------------------------------
 
     @rule(
@@ -241,18 +363,30 @@ class EngineModel(RuleBasedStateMachine):
 
     @rule(which=st.integers(0, 1))
     def tick(self, which: int) -> None:
-        expected = self._hourly_due_now()
+        self._tick(which)
+
+    def _tick(self, which: int, edited: tuple[str | None, str] | None = None) -> None:
+        self.furthest = max(self.furthest, self.clock())
+        expected = self._hourly_due_now() + self._buffered_due_now()
+        slow_runs = len(self.world.slow_runs)
         self.apps[which].tick()
+        if len(self.world.slow_runs) > slow_runs:
+            # A tick runs its batch one after another: what it claimed beside the slow run
+            # waited for it (App.tick's documented limit), and may run late or be skipped late.
+            expected = []
         for named, at in expected:
-            assert self._ran(named, at), (named, at, "the newest hourly occurrence in grace")
+            assert self._ran(named, at), (named, at, "due, and in grace")
         now = self.ticked_at = self.clock()
         for named, timer in self.timers.items():
+            if named == edited:
+                continue  # moved during the tick: it may have been saved after the claim
             if not timer.paused and timer.at <= now and not self._busy(named, now):
                 timer.due_ticked = True
 
     @rule(which=st.integers(0, 1), limit=st.integers(1, 4))
     def crash_holding_claims(self, which: int, limit: int) -> None:
         """A worker claims and dies before running anything: its leases run out on their own."""
+        self.furthest = max(self.furthest, self.clock())
         engine = self.apps[which]._the_engine()
         engine.prepare(TickReport())
         self.held += engine.claim(limit)
@@ -261,18 +395,26 @@ class EngineModel(RuleBasedStateMachine):
     def claim_ahead_and_give_back(self, which: int) -> None:
         """A worker prepares the next due time (the next slot of the timers' grid) ahead,
         claims what comes due by then, then stops and gives it back."""
+        self.furthest = max(self.furthest, self.clock())
         app = self.apps[which]
         engine = app._the_engine()
         ahead = self.origin + (-((self.origin - self.clock()) // SLOT)) * SLOT
         engine.prepare(TickReport(), ahead_to=ahead)
         app.store.release(engine.claim(8, due_by=ahead), self.clock())
 
-    @rule(retention=st.sampled_from(RETENTIONS))
-    def prune(self, retention: timedelta) -> None:
-        """Housekeeping deletes the finished history older than ``retention`` (any setting:
-        de-duplication must not depend on it)."""
-        while self.apps[1].store.prune(self.clock() - retention, 1000) == 1000:
+    @rule(retention=st.sampled_from(RETENTIONS), later=st.sampled_from(LATER))
+    def prune(self, retention: timedelta, later: timedelta) -> None:
+        """Some time on, housekeeping deletes the finished history older than ``retention``
+        (any setting: de-duplication must not depend on it)."""
+        self.clock.advance(later)
+        before = self.clock() - retention
+        while self.apps[1].store.prune(before, 1000) == 1000:
             pass
+        listed = {s.key for s in self.apps[0].schedules(job=self.job_name)}
+        for key, deferred in self.keyless.items():
+            ran = [c[3] for c in self.world.calls if c[1] == key]
+            if ran and max([*ran, deferred]) < before:
+                assert key not in listed, (key, "finished and pruned, yet still listed")
 
     # --- the invariants ----------------------------------------------------------------------
 
@@ -305,6 +447,17 @@ class EngineModel(RuleBasedStateMachine):
                 assert " ran instead" not in occurrence.reason, occurrence
 
     @invariant()
+    def no_step_raised(self) -> None:
+        assert not self.world.errors, self.world.errors
+
+    @invariant()
+    def a_rule_saved_again_keeps_its_series(self) -> None:
+        for tenant, key, scheduled_for, _, _ in self.world.calls:
+            if key == f"rule:{self.ns}":
+                series = [self.rule_start[tenant] + timedelta(hours=n) for n in range(3)]
+                assert scheduled_for in series, (tenant, scheduled_for, series)
+
+    @invariant()
     def a_tenant_view_sees_only_its_tenant(self) -> None:
         for tenant in ("t1", "t2"):
             view = self.apps[1].for_tenant(tenant)
@@ -333,8 +486,21 @@ class EngineModel(RuleBasedStateMachine):
             begun = [c for c in self.held if (c.tenant, c.key) == named]
             if any(not self._ran(named, c.scheduled_for) for c in begun):
                 self.hourly_busy.add((tenant, hour))
-            if hour > saved and now - hour <= GRACE and (tenant, hour) not in self.hourly_busy:
+            in_grace = max(now, self.furthest) - hour <= GRACE
+            if hour > saved and in_grace and (tenant, hour) not in self.hourly_busy:
                 due.append((named, hour))
+        return due
+
+    def _buffered_due_now(self) -> list[tuple[tuple[str | None, str], datetime]]:
+        """Under buffer_one, the occurrence that came due while a slow run went on, once that
+        run has ended and the tick is within grace of its end (lateness counts from then)."""
+        now, due = self.clock(), []
+        for tenant, at, end in self.world.slow_runs:
+            named = (tenant, f"buffered:{self.ns}")
+            buffered = at + timedelta(hours=1)
+            crashed = any((c.tenant, c.key) == named for c in self.held)
+            if buffered <= end <= now and max(now, self.furthest) <= end + GRACE and not crashed:
+                due.append((named, buffered))
         return due
 
     def _claimed(self, named: tuple[str | None, str], at: datetime) -> bool:
@@ -346,6 +512,21 @@ Databases = Callable[[], tuple[str, Callable[[], None]]]
 
 def _order(named: tuple[str | None, str]) -> tuple[str, str]:
     return (named[0] or "", named[1])
+
+
+def _wait_until_blocked_or_done(url: str, thread: threading.Thread) -> None:
+    """Return once ``thread`` waits for a row lock of this database, or has finished."""
+    with psycopg.connect(url, autocommit=True) as watcher:
+        for _ in range(100):
+            if not thread.is_alive():
+                return
+            waiting = watcher.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND wait_event_type = 'Lock'"
+            ).fetchone()
+            if waiting is not None and waiting[0] > 0:
+                return
+            time.sleep(0.02)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -124,6 +124,38 @@ def test_buffer_one_runs_the_buffered_occurrence_however_long_the_previous_took(
     assert buffered.started_at == MONDAY + timedelta(minutes=80)
 
 
+def test_a_success_waiting_to_be_booked_outlives_no_lease_behind_a_long_handler(
+    make_app: MakeApp, clock: Clock
+) -> None:
+    """Found by the engine model: a tick ran a one-off, then a job with a longer lease for 80
+    minutes; the one-off's success, not yet booked, lost its 1-hour lease meanwhile, and
+    another worker ran it again."""
+    app, other = make_app(), make_app()
+    ran: list[str] = []
+    for each in (app, other):
+
+        @each.job(lease=timedelta(hours=1))
+        def remind(run: oncely.Run) -> None:
+            ran.append(run.key)
+
+        @each.job(lease=timedelta(hours=3))
+        def report(run: oncely.Run) -> None:
+            ran.append(run.key)
+            for _ in range(8):  # 80 minutes, the other worker ticking meanwhile
+                clock.advance(minutes=10)
+                other.tick()
+
+    clock.set(MONDAY - timedelta(minutes=5))
+    app.defer("remind", at=MONDAY, key="remind:42")
+    app.defer("report", at=MONDAY, key="report")
+    clock.set(MONDAY)
+    app.tick()
+    app.tick()
+    other.tick()
+    assert sorted(ran) == ["remind:42", "report"]
+    assert [o.status for o in app.history(key="remind:42")] == ["succeeded"]
+
+
 def test_a_claim_taken_ahead_and_given_back_never_runs_early(
     make_app: MakeApp, clock: Clock
 ) -> None:
@@ -180,6 +212,31 @@ def test_an_rrule_with_a_count_fires_as_many_times_as_it_says(
         clock.set(MONDAY + timedelta(days=day, seconds=1))
         app.tick()
     assert ran == [MONDAY + timedelta(days=day) for day in range(3)]
+
+
+def test_saving_an_ended_rule_again_unchanged_changes_nothing(
+    make_app: MakeApp, clock: Clock
+) -> None:
+    """Found by the engine model: code that saves its rule at every start failed once the
+    series had ended ("never fires after")."""
+    app, thrice, ran = _recording(make_app)
+
+    clock.set(MONDAY)
+    first = app.schedule(thrice, oncely.rrule("FREQ=HOURLY;COUNT=3"), key="thrice")
+    for hour in range(4):
+        clock.set(MONDAY + timedelta(hours=hour, seconds=1))
+        app.tick()
+    again = app.schedule(thrice, oncely.rrule("FREQ=HOURLY;COUNT=3"), key="thrice")
+    assert (again.key, again.trigger, again.created_at) == (
+        first.key,
+        first.trigger,
+        first.created_at,
+    )
+    app.tick()
+    assert ran == [MONDAY + timedelta(hours=hour) for hour in range(3)]
+    ended = oncely.rrule("FREQ=HOURLY;COUNT=3", start=MONDAY)
+    with pytest.raises(oncely.InvalidSchedule, match="never fires"):
+        app.schedule(thrice, ended, key="thrice-new")  # a new schedule that would never run
 
 
 def test_downtime_after_an_early_materialise_runs_the_newest_under_skip(
@@ -268,6 +325,33 @@ def test_a_deferred_timer_that_ran_stays_done_after_its_history_is_pruned(
     assert len(ran) == 1
 
 
+def test_a_timer_that_ran_then_was_unscheduled_never_runs_again_after_a_prune(
+    make_app: MakeApp, clock: Clock
+) -> None:
+    """Found by the engine model: unscheduled after it ran, then pruned, the same key and time
+    deferred again ran a second time with the same idempotency key."""
+    app = make_app()
+    ran: list[str] = []
+
+    @app.job()
+    def remind(run: oncely.Run) -> None:
+        ran.append(run.idempotency_key)
+
+    app.defer(remind, at=MONDAY, key="remind:42")
+    clock.set(MONDAY)
+    app.tick()
+    app.unschedule("remind:42")
+    _prune_everything_finished(app, clock)
+    with pytest.raises(oncely.InvalidSchedule, match="has been pruned"):
+        app.defer(remind, at=MONDAY, key="remind:42")
+    app.tick()
+    assert len(ran) == 1
+    app.defer(remind, at=clock() + timedelta(hours=1), key="remind:42")  # a later time is fine
+    clock.advance(hours=1)
+    app.tick()
+    assert len(ran) == 2
+
+
 def test_backfill_never_reruns_an_occurrence_whose_history_was_pruned(
     make_app: MakeApp, clock: Clock
 ) -> None:
@@ -340,6 +424,9 @@ def test_listing_schedules_is_filtered_and_paged(make_app: MakeApp, clock: Clock
     assert [s.key for s in acme] == [f"remind:{n:02d}" for n in range(5)]
     assert {s.job for s in app.schedules(key_prefix="bill:1", limit=None)} == {"bill"}
     assert len(app.schedules(key_prefix="bill:1", limit=None)) == 4
+    app.unschedule("bill:05")
+    assert (None, "bill:05") not in {(s.tenant, s.key) for s in app.schedules()}
+    assert [(s.tenant, s.key) for s in app.schedules(status="removed")] == [(None, "bill:05")]
     with pytest.raises(oncely.OncelyError, match="limit"):
         app.schedules(limit=0)
 

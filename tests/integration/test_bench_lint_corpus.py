@@ -39,7 +39,13 @@ def test_the_corpus_script_counts_judged_findings_and_keeps_vendored_code_out(
     corpus.write_text(f"# one project\nsomeone/project {commit} exclude=lib/* a tool\n")
     judged = tmp_path / "judged.txt"
     judged.write_text("someone/project app/sync.py:3 ONC101 true -- hourly sync on a timer\n")
-    options = ["--corpus", str(corpus), "--judged", str(judged), "--list"]
+    configs = tmp_path / "configs"
+    configs.mkdir()
+    (configs / "someone+project.toml").write_text(
+        '[tool.oncely.lint.ONC202]\nsymbols = { "time.sleep" = ["app.clock"] }\n'
+    )
+    options = ["--corpus", str(corpus), "--judged", str(judged), "--configs", str(configs)]
+    options.append("--list")
     places = ["--mirror", str(tmp_path / "mirror"), "--root", str(tmp_path / "scratch")]
     done = subprocess.run(
         [sys.executable, str(SCRIPT), *options, *places],
@@ -49,8 +55,10 @@ def test_the_corpus_script_counts_judged_findings_and_keeps_vendored_code_out(
         check=True,
     )
     out = done.stdout
-    assert "excluding lib/*, 2 finding(s)" in out
+    assert "excluding lib/*, configured by someone+project.toml, 4 finding(s)" in out
     assert "| ONC101 | 1+1t | 1+1t |" in out
+    assert "| ONC202 | 1+1t | 1+1t |" in out
+    assert "| ONC204 | 0 | 0 | 0 | 0 | 0 |" in out  # every rule has its row, found or not
     assert "| ONC101 | 1 | 0 | 0 | 0 | 1 |" in out  # the test file's finding is not judged yet
     assert "someone/project tests/test_sync.py:3 ONC101 [test UNJUDGED]" in out
     assert not (tmp_path / "scratch" / "someone+project" / "README").exists()

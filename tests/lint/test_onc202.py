@@ -59,6 +59,14 @@ def test_the_violating_example_fires_and_the_clean_one_does_not(tmp_path: Path) 
             "called",
         ),
         ("def later():\n    return ev.Engine(workers=2)\nimport app.events as ev", 2, "called"),
+        ("import app.events as ev\ntasks.add(ev.Engine, workers=2)", 2, "passed"),
+        ("import app.events as ev\nThread(target=ev.Engine).start()", 2, "passed"),
+        (
+            "import app.events as ev\ndef start(tasks, fast):\n    if fast:\n"
+            "        make = ev.Engine\n    tasks.add(make, workers=2)",
+            5,
+            "passed",
+        ),
         (
             "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    pass\n"
             "else:\n    from app.events import Engine",
@@ -87,6 +95,9 @@ def test_uses_in_disguise_fire(tmp_path: Path, source: str, line: int, how: str)
         ("from app.events import Engine\nEngine()", "src/app/events/bus.py"),
         ("import app.events as ev\ndef run(engine: ev.Engine) -> ev.Engine: ...", JOBS),
         ("import app.events as ev\ndef check(x):\n    return isinstance(x, ev.Engine)", JOBS),
+        ("import app.events as ev\nassert issubclass(Mine, (ev.Engine, Base))", JOBS),
+        ("import typing\nimport app.events as ev\nengine = typing.cast(ev.Engine, make())", JOBS),
+        ("import app.events as ev\nlog(ev.engine, ev.Engine.__name__)", JOBS),
         (
             "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
             "    from app.events import Engine\ndef run(engine: 'Engine') -> None: ...",

@@ -245,6 +245,11 @@ class Engine:
                 claim = self._fresh_lease(claimed, self.jobs[claimed.job].lease, pending, report)
                 if claim is None:
                     continue
+                if any(f.claim.lease_expires_at < claim.lease_expires_at for f in pending):
+                    # This handler may run until its own lease ends, past the leases of what
+                    # ran before it: an unbooked success whose lease ran out meanwhile was
+                    # taken over and ran twice (a one-off behind an 80-minute job).
+                    self._book(pending, report)
                 job = self.jobs[claim.job]
                 run = self.executor.start(claim, job)
                 result = run if isinstance(run, Finished) else self.executor.call(run, job)

@@ -126,12 +126,15 @@ def refuse_before_horizon(
 ) -> None:
     """Refuse to move the one-off ``params`` to ``when`` before the history ``horizon``: history
     there may have been pruned, and a timer moved away and back ran again where it had run."""
-    if horizon is None or when >= horizon or existing is None or existing["status"] == "removed":
+    if horizon is None or when >= horizon or existing is None:
         return  # a new timer: nothing of it can have run
-    if _stored_spec(existing) == json.loads(params["trigger_spec"]):
-        return  # unchanged: saving it again changes nothing
+    # An unscheduled timer deferred again is saved anew: one that had run there, was
+    # unscheduled and then pruned ran a second time.
+    unchanged = _stored_spec(existing) == json.loads(params["trigger_spec"])
+    if unchanged and existing["status"] != "removed":
+        return  # saving it again changes nothing
     raise InvalidSchedule(
-        f"timer {params['key']!r} cannot move to {when.isoformat()}: history before "
+        f"timer {params['key']!r} cannot be deferred to {when.isoformat()}: history before "
         f"{horizon.isoformat()} has been pruned (retention), so oncely cannot tell whether it "
         "already ran then",
         hint="defer it at a later time, or under a new key",

@@ -18,9 +18,9 @@ _EXAMPLE = 'symbols = { "app.events.Engine" = ["app.events.*"] }'
 class OnlyIn(Rule):
     """## What it does
     With ``symbols`` configured (``symbols = { "app.events.Engine" = ["app.events.*"] }``: a
-    dotted path and the module globs it is confined to), finds the symbol imported, called or
-    subclassed in any other module. The module that defines it is always allowed. It sees
-    through the ways a name travels within a file:
+    dotted path and the module globs it is confined to), finds the symbol imported, called,
+    subclassed or passed to a call in any other module. The module that defines it is always
+    allowed. It sees through the ways a name travels within a file:
 
     - ``from app.events import Engine`` (also ``as E``, relative, or inside a function) is a
       finding at the import; what is then done with that name is covered by it;
@@ -29,12 +29,13 @@ class OnlyIn(Rule):
       ``importlib.import_module("app.events").Engine()``, and after
       ``from app.events import *``, a bare ``Engine()``: a finding at each call;
     - an alias assigned in the file (``Make = ev.Engine; Make()``), a call of anything reached
-      through the symbol (``ev.Engine.from_url(...)``, an alternate constructor) and a class
-      deriving from it (``class Mine(ev.Engine)``).
+      through the symbol (``ev.Engine.from_url(...)``, an alternate constructor), a class
+      deriving from it (``class Mine(ev.Engine)``) and the symbol handed to a call that calls
+      it later (``tasks.add(ev.Engine)``, ``Thread(target=Make)``).
 
-    Type-only uses are not findings: an import under ``if TYPE_CHECKING:``, annotations and
-    ``isinstance`` checks. Names are resolved per file, not per scope. Without ``symbols`` the
-    rule is inert.
+    Type-only uses are not findings: an import under ``if TYPE_CHECKING:``, annotations,
+    ``isinstance`` and ``issubclass`` checks and ``cast``. Names are resolved per file, not per
+    scope. Without ``symbols`` the rule is inert.
 
     ## Why is this bad?
     Some objects must have exactly one maker: the event engine, the scheduler, the database
@@ -87,7 +88,7 @@ class OnlyIn(Rule):
             _Scan(self, context, confined).run(node)
 
     def found(self, symbol: str, node: ast.AST, context: Context, how: str) -> None:
-        """Reports ``symbol`` used (``how``: imported, called, subclassed) at ``node``."""
+        """Reports ``symbol`` used (``how``: imported, called, subclassed, passed) at ``node``."""
         globs = self.symbols[symbol]
         module = symbol.rpartition(".")[0]
         where = ", ".join(globs) if globs else f"{module}, where it is defined"
@@ -100,6 +101,9 @@ class _Bound:
 
     path: str
     reported: bool
+
+
+_TYPE_ONLY_CALLS = {"isinstance", "issubclass", "cast"}
 
 
 class _Scan:
@@ -130,6 +134,7 @@ class _Scan:
         for node, _ in nodes:
             if isinstance(node, ast.Call):
                 self._judge(self._resolve(node.func), node, "called")
+                self._passed(node)
             elif isinstance(node, ast.ClassDef):
                 for base in node.bases:
                     self._judge(self._resolve(base), node, "subclassed")
@@ -160,6 +165,21 @@ class _Scan:
                 self.rule.found(symbol, node, self.context, "imported")
             reported = symbol is not None and not typing_only
             self.bindings[alias.asname or alias.name] = _Bound(path, reported)
+
+    def _passed(self, call: ast.Call) -> None:
+        """The symbol handed to a call that calls it later (``tasks.add(ev.Engine)``,
+        ``Thread(target=make)``); not the type given to ``isinstance``, ``issubclass``, ``cast``."""
+        func = call.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if name in _TYPE_ONLY_CALLS:
+            return
+        for value in [*call.args, *(keyword.value for keyword in call.keywords)]:
+            if isinstance(value, ast.Starred):
+                value = value.value
+            if isinstance(value, ast.Name | ast.Attribute):
+                bound = self._resolve(value)
+                if bound is not None and not bound.path.rpartition(".")[2].startswith("__"):
+                    self._judge(bound, value, "passed")
 
     def _judge(self, bound: _Bound | None, node: ast.AST, how: str) -> None:
         if bound is None or bound.reported:

@@ -61,11 +61,11 @@ WHERE tenant = :tenant AND key = :key AND status <> 'removed';
 -- name: select_schedules
 -- One page of the schedules, by (tenant, key), after (after_tenant, after_key). Each filter's
 -- NULL arm is spelled out: a NULL filter means "any". Listing a million per-user reminders at
--- once was the only way before.
+-- once was the only way before. Unscheduled ones are listed only when asked for by status.
 SELECT id, tenant, key, job, origin, trigger_spec, payload, paused, status, status_reason,
     next_run_at, created_at, updated_at
 FROM oncely_schedules
-WHERE status <> 'removed'
+WHERE (status <> 'removed' OR :status = 'removed')
   AND (:all_tenants OR tenant = :tenant)
   AND (:job IS NULL OR job = :job)
   AND (:status IS NULL OR status = :status)
