@@ -514,9 +514,63 @@ def render_page(results: dict[str, Any], outcomes: Sequence[Any], meta: dict[str
         *_burst(results),
         *_lag(results, meta),
         *_idle(results),
+        *enqueue_section(_document(results, "enqueue")),
+        *_failed(results, "enqueue"),
         *_locks(results),
         *_lint(results),
         *_recurrence(results),
         *_commands(outcomes),
     ]
     return "\n".join(lines) + "\n"
+
+
+def enqueue_section(document: dict[str, Any] | None) -> list[str]:
+    """The "Enqueue" section from ``bench/enqueue.py``'s document (None: not measured)."""
+    lines = ["", "## Enqueue", ""]
+    if not document:
+        return [*lines, "Not measured in this run."]
+    jobs, pg, lite = document["jobs"], document["oncely"]["postgres"], document["oncely"]["sqlite"]
+    peers = document["peers"]
+    load = ", ".join(f"{value:.1f}" for value in document["load"])
+    lines += [
+        f"Putting {jobs:,} one-offs in from application code in one call, and one `app.defer` "
+        f"at a time (`bench/enqueue.py`, {document['date']}, load average {load} at the end; "
+        f"medians of {document['runs']} run{'s' if document['runs'] != 1 else ''}, each in a "
+        "new database). Ratios are the peer's "
+        "time ÷ oncely's: above 1, oncely is faster.",
+        "",
+        f"| bulk, {jobs:,} one-offs | seconds | per second | pgqueuer ÷ this | "
+        "procrastinate ÷ this |",
+        "|---|--:|--:|--:|--:|",
+    ]
+    rows = [
+        ("oncely `defer_many`, PostgreSQL", pg.get("bulk_s")),
+        ("oncely `defer_many` with keys, PostgreSQL", pg.get("bulk_keyed_s")),
+        ("oncely `defer_many`, SQLite", lite.get("bulk_s")),
+        ("oncely `defer_many` with keys, SQLite", lite.get("bulk_keyed_s")),
+        *((f"{PEER_NAMES[p]} ({info['settings']})", info.get("bulk_s"))
+          for p, info in peers.items()),
+    ]  # fmt: skip
+    for title, figure in rows:
+        seconds = None if figure is None else figure["median"]
+        rate = None if not seconds else jobs / seconds
+        ratios = [
+            _ratio(peers.get(p, {}).get("bulk_s", {}).get("median"), seconds)
+            for p in ("pgqueuer", "procrastinate")
+        ]
+        lines.append(f"| {title} | {_cell(seconds, '.3f')} | {_cell(rate)} | "
+                     f"{ratios[0]} | {ratios[1]} |")  # fmt: skip
+    lines += [
+        "",
+        f"| one `app.defer` on PostgreSQL ({document['calls']:,} calls) | p50 ms | p90 ms |",
+        "|---|--:|--:|",
+    ]
+    for title, suffix in (("keyless", ""), ("with a key", "_keyed")):
+        p50 = pg.get(f"single{suffix}_p50_ms", {}).get("median")
+        p90 = pg.get(f"single{suffix}_p90_ms", {}).get("median")
+        lines.append(f"| {title} | {_cell(p50, '.3f')} | {_cell(p90, '.3f')} |")
+    floor = pg.get("commit_floor_p50_ms", {}).get("median")
+    lines.append(
+        f"| floor: a one-row INSERT and COMMIT through psycopg | {_cell(floor, '.3f')} | - |"
+    )
+    return [*lines, "", f"Command: `{document['command']}`."]

@@ -8,8 +8,10 @@ after the other, oncely's measurement next to its peers' so both see the same ma
    ``.venv-bench`` (procrastinate, pgqueuer, APScheduler 4 on the same burst);
 3. ``bench/worker.py --modes recurring oneoff`` per store (``oncely run``'s lag and idle cost),
    then ``bench/peer_worker.py`` per peer in ``.venv-bench`` (theirs, measured the same way);
-4. ``bench/locks.py``: lock acquire/release pairs per second (no peer has a standalone lock);
-5. ``bench/lint.py``: oncely lint beside flake8, lint-imports and ruff (its own output, quoted).
+4. ``bench/enqueue.py``: bulk and single enqueue, beside pgqueuer and procrastinate (which it
+   runs in ``.venv-bench`` itself);
+5. ``bench/locks.py``: lock acquire/release pairs per second (no peer has a standalone lock);
+6. ``bench/lint.py``: oncely lint beside flake8, lint-imports and ruff (its own output, quoted).
 
 Then it draws ``docs/performance-lag.png`` (lag p50/p90/p99 per scheduler) with matplotlib in
 ``.venv-bench`` (``bench/_lag_chart.py``) and writes ``docs/performance.md``
@@ -174,7 +176,15 @@ def plan(
         for peer in peers:
             args = (*r, "--peers", peer, *workload)
             tasks.append(Task(f"worker-{peer}", PEERS_PYTHON, "peer_worker.py", args, part))
+    enqueue = ("--jobs", "200", "--calls", "20") if quick else ()
+    enqueue_peers = ("--peers", *(p for p in peers if p in ("pgqueuer", "procrastinate")))
     tasks += [
+        Task(
+            "enqueue",
+            ONCELY_PYTHON,
+            "enqueue.py",
+            (*r, *enqueue, *(enqueue_peers if peers else ("--no-peers",))),
+        ),
         Task("locks", ONCELY_PYTHON, "locks.py", (*r, *locks)),
         Task("lint", ONCELY_PYTHON, "lint.py", (*r, *lint, *no_peer_linters), json=False),
     ]

@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 import os
 import threading
-import uuid
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from itertools import islice
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+from oncely import scheduling
 from oncely.arguments import (
     checked_count,
     checked_job_name,
@@ -20,6 +20,7 @@ from oncely.arguments import (
     checked_tenant,
     shown,
 )
+from oncely.awaitables import twin
 from oncely.clock import DatabaseClock
 from oncely.engine import (
     DEFAULT_GRACE,
@@ -40,8 +41,6 @@ from oncely.errors import (
     ConfigurationError,
     InvalidSchedule,
     TenantMismatch,
-    UnknownJob,
-    UnknownSchedule,
 )
 from oncely.locks import RESERVED_LOCK_PREFIX, Lock, LockProvider, StoreProvider
 from oncely.model import (
@@ -52,7 +51,7 @@ from oncely.model import (
     Schedule,
     ScheduleStatus,
 )
-from oncely.recurrence import At, Instance, RRule, Trigger, as_utc
+from oncely.recurrence import Instance, RRule, Trigger, as_utc
 from oncely.store import DEFAULT_URL, Store, StoreUrl, open_store
 
 if TYPE_CHECKING:
@@ -194,6 +193,7 @@ class App:
         payload: Any = None,
         tenant: str | None = None,
         end: datetime | None = None,
+        connection: Any = None,
     ) -> Schedule:
         """Create schedule ``key`` running ``job`` on ``trigger``, or replace what it runs (upsert).
 
@@ -201,8 +201,12 @@ class App:
         never replays the past. An RRULE without a start starts now; ``end`` applies to RRULEs
         with neither UNTIL nor COUNT. Raises `UnknownJob`, `InvalidSchedule` (including a
         trigger that never fires again), `NaiveDatetime`, `InvalidPayload`.
+
+        ``connection``: the caller's open transaction to write in, uncommitted (see
+        `scheduling`); here and in `defer`, the bulk calls, `unschedule`, `pause`, `resume` and
+        `trigger`. Raises `ConfigurationError` for one on another database or in no transaction.
         """
-        return _schedule(self, tenant, job, trigger, key, payload, end)
+        return scheduling.schedule(self, tenant, job, trigger, key, payload, end, connection)
 
     def defer(
         self,
@@ -212,6 +216,7 @@ class App:
         key: str | None = None,
         payload: Any = None,
         tenant: str | None = None,
+        connection: Any = None,
     ) -> Schedule:
         """Run ``job`` once at ``at`` (or as soon as possible if that has passed): a durable timer.
 
@@ -219,27 +224,47 @@ class App:
         time replaces the timer if it has not run. Raises `UnknownJob`, `NaiveDatetime`,
         `InvalidPayload`.
         """
-        return _defer(self, tenant, job, at, key, payload)
+        return scheduling.defer(self, tenant, job, at, key, payload, connection)
 
-    def unschedule(self, key: str) -> Schedule:
+    def defer_many(
+        self, job: Job | str, items: Iterable[Mapping[str, Any]], *, connection: Any = None
+    ) -> list[Schedule]:
+        """`defer` each of ``items`` (dicts of ``at``, and ``key``, ``payload``, ``tenant`` as
+        `defer` takes them), all in one transaction: all or nothing, one wake-up of the workers.
+
+        Each item is checked and kept idempotent by its key as `defer` does; an error about
+        one names the item (index and key) and nothing is written. Returns the schedules in
+        order. Raises what `defer` raises, and `InvalidSchedule` for two items of one key.
+        """
+        return scheduling.defer_many(self, None, job, items, connection)
+
+    def schedule_many(
+        self, job: Job | str, items: Iterable[Mapping[str, Any]], *, connection: Any = None
+    ) -> list[Schedule]:
+        """`schedule` each of ``items`` (dicts of ``trigger`` and ``key``, and ``payload``,
+        ``tenant``, ``end`` as `schedule` takes them), all in one transaction, as `defer_many`.
+        """
+        return scheduling.schedule_many(self, None, job, items, connection)
+
+    def unschedule(self, key: str, *, connection: Any = None) -> Schedule:
         """Stop schedule ``key`` for good; its history stays. Raises `UnknownSchedule`, and
         `InvalidSchedule` for the schedule of a code-declared job: the code decides that one
         (every start saves it again), so remove the job's trigger from the code, or `pause` it,
         which lasts across restarts."""
-        return _unschedule(self, None, key)
+        return _unschedule(self, None, key, connection)
 
-    def pause(self, key: str) -> Schedule:
+    def pause(self, key: str, *, connection: Any = None) -> Schedule:
         """Stop schedule ``key`` firing until `resume`, across restarts (and the saves of a
         code-declared job's schedule at each start). Raises `UnknownSchedule`."""
-        return self.store.set_paused(None, checked_key(key), True, self.now())
+        return _set_paused(self, None, key, True, connection)
 
-    def resume(self, key: str) -> Schedule:
+    def resume(self, key: str, *, connection: Any = None) -> Schedule:
         """Let paused schedule ``key`` fire again. Raises `UnknownSchedule`."""
-        return self.store.set_paused(None, checked_key(key), False, self.now())
+        return _set_paused(self, None, key, False, connection)
 
-    def trigger(self, key: str) -> int:
+    def trigger(self, key: str, *, connection: Any = None) -> int:
         """Run schedule ``key`` once now, besides its own times. Raises `UnknownSchedule`."""
-        return _trigger(self, None, key)
+        return _trigger(self, None, key, connection)
 
     def backfill(self, key: str, since: datetime, until: datetime) -> int:
         """Create schedule ``key``'s occurrences in [since, until], each once, however often
@@ -280,6 +305,20 @@ class App:
     ) -> list[Occurrence]:
         """Occurrences of every tenant, newest first: what ran, what did not, and why."""
         return _history(self, None, key, since, until, status, limit, all_tenants=True)
+
+    # The awaitable twins (oncely.awaitables): each awaits the call above on a thread pool.
+    schedule_async = twin(schedule)
+    defer_async = twin(defer)
+    defer_many_async = twin(defer_many)
+    schedule_many_async = twin(schedule_many)
+    unschedule_async = twin(unschedule)
+    pause_async = twin(pause)
+    resume_async = twin(resume)
+    trigger_async = twin(trigger)
+    backfill_async = twin(backfill)
+    explain_async = twin(explain)
+    schedules_async = twin(schedules)
+    history_async = twin(history)
 
     def for_tenant(self, tenant: str) -> TenantView:
         """A view of this app that sees and changes only ``tenant``'s schedules and history.
@@ -496,14 +535,7 @@ class App:
             return self._engine
 
     def _job(self, job: Job | str) -> Job:
-        name = job.name if isinstance(job, Job) else job
-        found = self._jobs.get(name) if isinstance(name, str) else None
-        if found is None or (isinstance(job, Job) and found is not job):
-            raise UnknownJob(
-                f"{job!r} is not a job of this app; declare it with @app.job() first "
-                f"(known: {', '.join(sorted(self._jobs)) or 'none'})"
-            )
-        return found
+        return scheduling.declared_job(self._jobs, job)
 
     def __repr__(self) -> str:
         return f"<oncely.App {StoreUrl.parse(self.url).dialect} jobs={sorted(self._jobs)}>"
@@ -543,9 +575,12 @@ class TenantView:
         payload: Any = None,
         tenant: str | None = None,
         end: datetime | None = None,
+        connection: Any = None,
     ) -> Schedule:
         self._check(tenant)
-        return _schedule(self.app, self.tenant, job, trigger, key, payload, end)
+        return scheduling.schedule(
+            self.app, self.tenant, job, trigger, key, payload, end, connection
+        )
 
     def defer(
         self,
@@ -555,21 +590,32 @@ class TenantView:
         key: str | None = None,
         payload: Any = None,
         tenant: str | None = None,
+        connection: Any = None,
     ) -> Schedule:
         self._check(tenant)
-        return _defer(self.app, self.tenant, job, at, key, payload)
+        return scheduling.defer(self.app, self.tenant, job, at, key, payload, connection)
 
-    def unschedule(self, key: str) -> Schedule:
-        return _unschedule(self.app, self.tenant, key)
+    def defer_many(
+        self, job: Job | str, items: Iterable[Mapping[str, Any]], *, connection: Any = None
+    ) -> list[Schedule]:
+        return scheduling.defer_many(self.app, self.tenant, job, items, connection)
 
-    def pause(self, key: str) -> Schedule:
-        return self.app.store.set_paused(self.tenant, checked_key(key), True, self.app.now())
+    def schedule_many(
+        self, job: Job | str, items: Iterable[Mapping[str, Any]], *, connection: Any = None
+    ) -> list[Schedule]:
+        return scheduling.schedule_many(self.app, self.tenant, job, items, connection)
 
-    def resume(self, key: str) -> Schedule:
-        return self.app.store.set_paused(self.tenant, checked_key(key), False, self.app.now())
+    def unschedule(self, key: str, *, connection: Any = None) -> Schedule:
+        return _unschedule(self.app, self.tenant, key, connection)
 
-    def trigger(self, key: str) -> int:
-        return _trigger(self.app, self.tenant, key)
+    def pause(self, key: str, *, connection: Any = None) -> Schedule:
+        return _set_paused(self.app, self.tenant, key, True, connection)
+
+    def resume(self, key: str, *, connection: Any = None) -> Schedule:
+        return _set_paused(self.app, self.tenant, key, False, connection)
+
+    def trigger(self, key: str, *, connection: Any = None) -> int:
+        return _trigger(self.app, self.tenant, key, connection)
 
     def backfill(self, key: str, since: datetime, until: datetime) -> int:
         return _backfill(self.app, self.tenant, key, since, until)
@@ -598,71 +644,25 @@ class TenantView:
     ) -> list[Occurrence]:
         return _history(self.app, self.tenant, key, since, until, status, limit)
 
+    # The awaitable twins (oncely.awaitables): each awaits the call above on a thread pool.
+    schedule_async = twin(schedule)
+    defer_async = twin(defer)
+    defer_many_async = twin(defer_many)
+    schedule_many_async = twin(schedule_many)
+    unschedule_async = twin(unschedule)
+    pause_async = twin(pause)
+    resume_async = twin(resume)
+    trigger_async = twin(trigger)
+    backfill_async = twin(backfill)
+    explain_async = twin(explain)
+    schedules_async = twin(schedules)
+    history_async = twin(history)
+
     def __repr__(self) -> str:
         return f"<oncely.App view of tenant {self.tenant!r}>"
 
 
 # --- operations shared by App and TenantView ----------------------------------------------------
-
-
-def _schedule(
-    app: App,
-    tenant: str | None,
-    job: Job | str,
-    trigger: Trigger,
-    key: str,
-    payload: Any,
-    end: datetime | None,
-) -> Schedule:
-    found = app._job(job)
-    _check_key(app, tenant, key)
-    if not isinstance(trigger, Trigger):
-        raise InvalidSchedule(
-            f"{trigger!r} is not a trigger",
-            hint="pass oncely.cron(...), oncely.every(...), oncely.rrule(...) or oncely.at(...)",
-        )
-    now = app.now()
-    starts_now: datetime | None = None
-    kept: Schedule | None = None
-    if isinstance(trigger, RRule):
-        if end is not None:
-            trigger = trigger.with_end(as_utc(end, "end"))
-        if trigger.start is None and trigger.rule.start is None:
-            kept = _same_rule_stored(app, tenant, key, trigger)
-            if kept is None:
-                starts_now = now.replace(microsecond=0)
-            start = kept.trigger.start if kept and isinstance(kept.trigger, RRule) else None
-            trigger = trigger.with_start(start or starts_now or now)
-    elif end is not None:
-        raise InvalidSchedule(
-            f"end= applies to rrule schedules, and this one is {trigger.kind}",
-            hint="cron and every schedules are perpetual by design; unschedule() stops one",
-        )
-    if starts_now is not None:
-        # A rule that counts from now fires first now: from just after its start,
-        # FREQ=DAILY;COUNT=3 fired twice.
-        first = next((i.at for i in trigger.instances_from(starts_now)), None)
-    else:
-        first = trigger.next_after(now)
-    if first is None and kept is not None and kept.job == found.name:
-        # Saved again unchanged once its series ended (code that saves it at each start): that
-        # changes nothing, as saving an unchanged rule does while it still fires.
-        return kept
-    if first is None:
-        raise InvalidSchedule(
-            f"{trigger!r} never fires after {now.isoformat()}",
-            hint="check its UNTIL, COUNT, end or start; app.defer() runs a job once",
-        )
-    return app.store.save_schedule(
-        tenant=tenant,
-        key=key,
-        job=found.name,
-        origin="api",
-        trigger=trigger,
-        payload=payload,
-        next_run_at=first,
-        now=now,
-    )
 
 
 def _schedules(
@@ -709,48 +709,9 @@ def _schedules(
     )
 
 
-def _same_rule_stored(app: App, tenant: str | None, key: str, trigger: RRule) -> Schedule | None:
-    """The schedule ``key`` when it already holds this same rule, with its start: saving an
-    unchanged rule keeps its series (given ``now`` as its start again, FREQ=DAILY saved at 08:00
-    and again at 14:37 moved to 14:37)."""
-    try:
-        schedule = app.store.get_schedule(tenant, key)
-    except UnknownSchedule:
-        return None
-    stored = schedule.trigger
-    if not isinstance(stored, RRule) or stored.start is None:
-        return None
-    if trigger.with_start(stored.start).to_spec() != stored.to_spec():
-        return None
-    return schedule
-
-
-def _defer(
-    app: App, tenant: str | None, job: Job | str, at: datetime, key: str | None, payload: Any
-) -> Schedule:
-    found = app._job(job)
-    trigger = At(as_utc(at, "at"))
-    keyless = key is None
-    key = key if key is not None else f"{found.name}:{uuid.uuid4().hex}"
-    _check_key(app, tenant, key)
-    if not keyless:
-        _refuse_before_horizon(app, tenant, key, trigger.when)
-    return app.store.save_schedule(
-        keyless=keyless,
-        tenant=tenant,
-        key=key,
-        job=found.name,
-        origin="api",
-        trigger=trigger,
-        payload=payload,
-        next_run_at=None,
-        now=app.now(),
-        occurrences=[Planned(_instance_at(trigger.when), origin="defer")],
-    )
-
-
-def _unschedule(app: App, tenant: str | None, key: str) -> Schedule:
-    schedule = app.store.get_schedule(tenant, checked_key(key))
+def _unschedule(app: App, tenant: str | None, key: str, connection: Any) -> Schedule:
+    within = scheduling.within_of(connection)
+    schedule = app.store.get_schedule(tenant, checked_key(key), within=within)
     if schedule.origin == "code" and schedule.status != "removed":
         raise InvalidSchedule(
             f"schedule {key!r} is the schedule of job {schedule.job!r}, declared in code: each "
@@ -758,39 +719,20 @@ def _unschedule(app: App, tenant: str | None, key: str) -> Schedule:
             hint=f"remove the job's trigger from the code, or app.pause({key!r}), which lasts "
             "across restarts",
         )
-    return app.store.remove_schedule(tenant, key, app.now())
+    return app.store.remove_schedule(tenant, key, app.now(), within=within)
 
 
-def _refuse_before_horizon(app: App, tenant: str | None, key: str, when: datetime) -> None:
-    """Refuse to move the timer ``key`` to a time whose history retention may have pruned:
-    moved away and back, one that had run there ran again."""
-    horizon = app.store.history_horizon()
-    if horizon is None or when >= horizon:
-        return
-    try:
-        stored = app.store.get_schedule(tenant, key).trigger
-    except UnknownSchedule:
-        # An unscheduled timer deferred again is saved anew: one that had run there, was
-        # unscheduled and then pruned ran a second time.
-        removed = app.store.list_schedules(tenant, status="removed", prefix=key, limit=1)
-        if not any(s.key == key for s in removed):
-            return  # a new timer: nothing of it can have run
-    else:
-        if isinstance(stored, At) and stored.when == when:
-            return  # unchanged: saving it again changes nothing
-    raise InvalidSchedule(
-        f"timer {key!r} cannot be deferred to {when.isoformat()}: history before "
-        f"{horizon.isoformat()} has been pruned (retention), so oncely cannot tell whether it "
-        "already ran then",
-        hint="defer it at a later time, or under a new key",
-    )
+def _set_paused(app: App, tenant: str | None, key: str, paused: bool, connection: Any) -> Schedule:
+    within = scheduling.within_of(connection)
+    return app.store.set_paused(tenant, checked_key(key), paused, app.now(), within=within)
 
 
-def _trigger(app: App, tenant: str | None, key: str) -> int:
+def _trigger(app: App, tenant: str | None, key: str, connection: Any) -> int:
     checked_key(key)
+    within = scheduling.within_of(connection)
     now = app.now()
-    planned = [Planned(_instance_at(now), origin="trigger")]
-    return app.store.add_occurrences(tenant, key, planned, now=now)
+    planned = [Planned(scheduling.instance_at(now), origin="trigger")]
+    return app.store.add_occurrences(tenant, key, planned, now=now, within=within)
 
 
 def _backfill(app: App, tenant: str | None, key: str, since: datetime, until: datetime) -> int:
@@ -872,28 +814,6 @@ def _history(
         limit=checked_count("limit", limit, least=1),
         all_tenants=all_tenants,
     )
-
-
-def _instance_at(when: datetime) -> Instance:
-    """The one instance of a one-off at ``when`` (deferred, or triggered by hand)."""
-    # Not next(instances_from(when)): that looks from a microsecond before, which for the
-    # first instant datetime holds raised OverflowError.
-    return At(when).instance
-
-
-def _check_key(app: App, tenant: str | None, key: str) -> None:
-    """Raise `InvalidSchedule` for a key or tenant no store can keep, or a key that is the
-    schedule of a job this app declares in code."""
-    checked_key(key)
-    if tenant is not None:
-        checked_tenant(tenant)
-        return
-    declared = app._jobs.get(key)
-    if declared is not None and declared.trigger is not None:
-        raise InvalidSchedule(
-            f"key {key!r} is the schedule of job {key!r}, declared in code",
-            hint="choose another key, e.g. f'{job}:{id}'",
-        )
 
 
 def _require_start(trigger: RRule, job: str) -> None:

@@ -10,6 +10,10 @@ from __future__ import annotations
 class OncelyError(Exception):
     """oncely could not do what was asked."""
 
+    #: The index of the item of a bulk call (`App.defer_many`, `App.schedule_many`) that is
+    #: wrong; None for an error about the call as a whole.
+    item: int | None = None
+
     def __init__(self, message: str | None = None) -> None:
         super().__init__(message or _default_message(type(self)))
 

@@ -84,6 +84,28 @@ class Materialisation:
 
 
 @dataclass(frozen=True, slots=True)
+class Saving:
+    """One schedule to save: an item of `Store.save_schedules`, all of whose arguments have been
+    checked by the caller except the payload, which the store encodes.
+
+    ``occurrences`` are recorded only when the schedule is new or its future replaced (a
+    deferred one-off's single run). ``guard_horizon``: a one-off refused when it would move its
+    stored time to one before the history horizon (see `Store.history_horizon`).
+    """
+
+    tenant: str | None
+    key: str
+    job: str
+    trigger: Trigger
+    payload: Any = None
+    next_run_at: datetime | None = None
+    origin: ScheduleOrigin = "api"
+    occurrences: Sequence[Planned] = ()
+    keyless: bool = False
+    guard_horizon: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Occurrence:
     """One (schedule, scheduled time) and what became of it: a row of history.
 

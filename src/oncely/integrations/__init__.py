@@ -4,3 +4,7 @@ One small module per framework or server: `starlette` (FastAPI, Starlette), `fla
 `gunicorn`. None of them is a dependency of oncely: a module needs its framework only when it is
 imported, and ``import oncely`` imports none of them.
 """
+
+from oncely.integrations.connections import driver_connection
+
+__all__ = ["driver_connection"]

@@ -21,6 +21,7 @@ from oncely.model import (
     Overlap,
     Planned,
     Reclaimed,
+    Saving,
     Schedule,
     ScheduleOrigin,
     ScheduleStatus,
@@ -65,7 +66,6 @@ class Store(ABC):
     def schema_version(self) -> int:
         """Return the newest migration applied, 0 for a database oncely has never touched."""
 
-    @abstractmethod
     def save_schedule(
         self,
         *,
@@ -80,25 +80,51 @@ class Store(ABC):
         occurrences: Sequence[Planned] = (),
         keyless: bool = False,
     ) -> Schedule:
-        """Insert schedule (tenant, key), or replace what the one already there runs and when.
+        """Insert schedule (tenant, key), or replace what the one already there runs and when:
+        `save_schedules` of one item."""
+        item = Saving(tenant, key, job, trigger, payload, next_run_at, origin, occurrences, keyless)
+        return self.save_schedules([item], now)[0]
 
-        On conflict the row is updated in place: it keeps its identity, its paused flag and its
-        history, and a removed schedule comes back. When the stored trigger equals ``trigger`` and
-        the schedule is active, its next run is kept (saving the same schedule twice changes
-        nothing but the payload); otherwise it becomes ``next_run_at`` and the old trigger's
-        pending occurrences are skipped with a reason: a changed trigger replaces the future and
-        never replays the past. Status becomes ``active``, or ``ended`` when the next run is None.
-        ``occurrences`` are recorded in the same transaction (a deferred one-off's single run),
-        only when the schedule is new or its future replaced: a one-off saved again with its
-        trigger unchanged records nothing, so it stays done once its history is pruned.
-        ``keyless``: a one-off deferred without a key, deleted by `prune` once finished.
-        ``tenant=None`` is the no-tenant space, distinct from every named tenant. Raises
-        `InvalidPayload` (nothing is written) and `StoreUnavailable`.
+    @abstractmethod
+    def save_schedules(
+        self, batch: Sequence[Saving], now: datetime, *, within: Any = None
+    ) -> list[Schedule]:
+        """Save each item of ``batch``, all in one transaction; return the schedules, in order.
+
+        Each item inserts schedule (tenant, key), or replaces what the one already there runs
+        and when. On conflict the row is updated in place: it keeps its identity, its paused flag
+        and its history, and a removed schedule comes back. When the stored trigger equals the
+        item's and the schedule is active, its next run is kept (saving the same schedule twice
+        changes nothing but the payload); otherwise it becomes the item's ``next_run_at`` and the
+        old trigger's pending occurrences are skipped with a reason: a changed trigger replaces
+        the future and never replays the past. Status becomes ``active``, or ``ended`` when the
+        next run is None. The item's ``occurrences`` are recorded only when the schedule is new
+        or its future replaced: a one-off saved again with its trigger unchanged records nothing,
+        so it stays done once its history is pruned. ``keyless``: a one-off deferred without a
+        key, deleted by `prune` once finished. ``tenant=None`` is the no-tenant space, distinct
+        from every named tenant. A batch holds each (tenant, key) once.
+
+        The batch is written in chunks of `records.SAVE_CHUNK` items, each statement taking its
+        rows as one JSON parameter (PostgreSQL allows 65,535 parameters a statement). On
+        PostgreSQL the existing rows are locked in (tenant, key) order, so two batches sharing
+        keys never deadlock, and one NOTIFY is sent for the whole batch.
+
+        ``within``: a connection of the caller's, in an open transaction on this store's
+        database (`PostgresStore`: psycopg; `SqliteStore`: sqlite3 on the same file): the writes
+        are made on it and never committed, so they commit or roll back with the caller's own.
+        Raises `ConfigurationError` for a ``within`` on another database or in no transaction;
+        `InvalidPayload`, `InvalidSchedule` (a one-off with ``guard_horizon`` moved before the
+        history horizon, or a runtime save over a code-declared schedule's key) and
+        `ConfigurationError` (a code-declared save over a runtime schedule's key), each with
+        ``item`` set to the index of the item, nothing written; `StoreUnavailable`.
         """
 
     @abstractmethod
-    def get_schedule(self, tenant: str | None, key: str) -> Schedule:
-        """Return schedule (tenant, key); raise `UnknownSchedule` if absent or removed."""
+    def get_schedule(self, tenant: str | None, key: str, *, within: Any = None) -> Schedule:
+        """Return schedule (tenant, key); raise `UnknownSchedule` if absent or removed.
+
+        ``within`` (here and in `set_paused`, `remove_schedule`, `add_occurrences`): a caller's
+        connection in an open transaction, as for `save_schedules`."""
 
     @abstractmethod
     def list_schedules(
@@ -126,11 +152,15 @@ class Store(ABC):
         """Return the keys of the code-declared schedules that are not removed."""
 
     @abstractmethod
-    def set_paused(self, tenant: str | None, key: str, paused: bool, now: datetime) -> Schedule:
+    def set_paused(
+        self, tenant: str | None, key: str, paused: bool, now: datetime, *, within: Any = None
+    ) -> Schedule:
         """Pause or resume schedule (tenant, key); raise `UnknownSchedule` if absent or removed."""
 
     @abstractmethod
-    def remove_schedule(self, tenant: str | None, key: str, now: datetime) -> Schedule:
+    def remove_schedule(
+        self, tenant: str | None, key: str, now: datetime, *, within: Any = None
+    ) -> Schedule:
         """Stop schedule (tenant, key) firing and keep it as history; raise `UnknownSchedule`.
 
         Its occurrences still waiting to run or to retry are recorded as skipped, with the reason;
@@ -183,6 +213,7 @@ class Store(ABC):
         *,
         now: datetime,
         rearm_skipped: bool = False,
+        within: Any = None,
     ) -> int:
         """Record ``planned`` for schedule (tenant, key) without moving its next run.
 

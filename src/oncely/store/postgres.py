@@ -15,11 +15,12 @@ from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
 from psycopg.types.json import set_json_loads
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from oncely.errors import StoreError, StoreUnavailable
+from oncely.errors import ConfigurationError, OncelyError, StoreError, StoreUnavailable
 from oncely.model import (
     Abandoned,
     Action,
@@ -32,20 +33,20 @@ from oncely.model import (
     OccurrenceStatus,
     Planned,
     Reclaimed,
+    Saving,
     Schedule,
-    ScheduleOrigin,
     ScheduleStatus,
     Sweep,
 )
-from oncely.recurrence import Trigger
+from oncely.recurrence import At
 from oncely.store import claiming, housekeeping, payloads, records
 from oncely.store.interface import Store, Watch
 from oncely.store.listener import Listener
 from oncely.store.queries import migrations, queries
 from oncely.store.records import (
+    SAVE_CHUNK,
     known,
     occurrence_params,
-    schedule_params,
     tenant_column,
     unknown_schedule,
 )
@@ -112,6 +113,7 @@ class PostgresStore(Store):
         self._pool: ConnectionPool[Connection] | None = None
         self._pool_pid = 0
         self._pool_lock = threading.Lock()
+        self._own_identity: tuple[Any, ...] | None = None
 
     def _where(self) -> str:
         """``user@host:port/dbname`` of the conninfo, for messages: never its password."""
@@ -210,49 +212,163 @@ class PostgresStore(Store):
             rows = connection.execute(self._sql["applied_versions"]).fetchall()
         return max((row["version"] for row in rows), default=0)
 
-    def save_schedule(
-        self,
-        *,
-        tenant: str | None,
-        key: str,
-        job: str,
-        origin: ScheduleOrigin,
-        trigger: Trigger,
-        payload: Any,
-        next_run_at: datetime | None,
-        now: datetime,
-        occurrences: Sequence[Planned] = (),
-        keyless: bool = False,
-    ) -> Schedule:
-        params = schedule_params(
-            tenant=tenant,
-            key=key,
-            job=job,
-            origin=origin,
-            trigger=trigger,
-            payload=payload,
-            next_run_at=next_run_at,
-            now=now,
-            keyless=keyless,
-        )
-        with self._connect() as connection:
-            existing = connection.execute(self._sql["lock_schedule"], params).fetchone()
-            params, replaced = records.save_params(existing, params)
-            values = connection.execute(self._sql["upsert_schedule"], params).fetchone()
-            assert values is not None
-            schedule_id = values["id"]
-            if replaced:
-                supersede = {"schedule_id": schedule_id, "reason": records.SUPERSEDED}
-                connection.execute(self._sql["supersede_pending"], supersede)
-            rows = [occurrence_params(schedule_id, params["tenant"], p, now) for p in occurrences]
-            if rows and (existing is None or replaced):
-                connection.cursor().executemany(self._sql["insert_occurrence"], rows)
-            connection.execute(self._sql["notify_change"])
-        return records.schedule(values)
+    def save_schedules(
+        self, batch: Sequence[Saving], now: datetime, *, within: Any = None
+    ) -> list[Schedule]:
+        if not batch:
+            return []
+        params = records.batch_params(batch, now)
+        # Written in (tenant, key) order, the whole batch across its chunks: two batches of the
+        # same new keys in opposite orders each took half of them and deadlocked on the rest.
+        order = sorted(range(len(batch)), key=lambda n: (params[n]["tenant"], params[n]["key"]))
+        saved: dict[int, Schedule] = {}
+        with self._session(within) as (connection, own):
+            cursor = self._cursor(connection, own)
+            for start in range(0, len(order), SAVE_CHUNK):
+                last = start + SAVE_CHUNK >= len(order)
+                chunk = [(n, batch[n], params[n]) for n in order[start : start + SAVE_CHUNK]]
+                saved.update(
+                    self._save_chunk(
+                        connection,
+                        cursor,
+                        chunk,
+                        now,
+                        finish="commit" if own and last else "notify" if last else None,
+                    )
+                )
+        return [saved[n] for n in range(len(batch))]
 
-    def get_schedule(self, tenant: str | None, key: str) -> Schedule:
-        found = self._one("select_schedule", {"tenant": tenant_column(tenant), "key": key})
-        return known(found, tenant, key)
+    def _save_chunk(
+        self,
+        connection: Connection,
+        cursor: psycopg.Cursor[dict[str, Any]],
+        chunk: Sequence[tuple[int, Saving, dict[str, Any]]],
+        now: datetime,
+        finish: str | None,
+    ) -> dict[int, Schedule]:
+        """Save one chunk of a batch, (index in the batch, item, params) each; ``finish``
+        "notify" sends the batch's NOTIFY after it, "commit" also commits."""
+        keyed = [p for _, item, p in chunk if not item.keyless]
+        existing: dict[tuple[str, str], dict[str, Any]] = {}
+        horizon: datetime | None = None
+        if keyed:
+            # A keyless one-off has a new random key: nothing can be stored under it yet.
+            locks = {"tenants": [p["tenant"] for p in keyed], "keys": [p["key"] for p in keyed]}
+            for row in cursor.execute(self._sql["lock_schedules_to_save"], locks).fetchall():
+                existing[row["tenant"], row["key"]] = row
+                horizon = row["horizon"]
+        rows, occurrences, replaced_ids = [], [], []
+        for index, item, item_params in chunk:
+            found = existing.get((item_params["tenant"], item_params["key"]))
+            try:
+                decided, replaced = records.save_params(found, item_params)
+                if item.guard_horizon and isinstance(item.trigger, At):
+                    records.refuse_before_horizon(found, decided, item.trigger.when, horizon)
+            except OncelyError as exc:
+                exc.item = index
+                raise
+            if replaced:
+                assert found is not None
+                replaced_ids.append(found["id"])
+            if item.occurrences and (found is None or replaced):
+                occurrences += [_saved_occurrence(decided, p) for p in item.occurrences]
+            next_run_at = decided["next_run_at"]
+            rows.append(
+                {
+                    **decided,
+                    "next_run_at": None if next_run_at is None else next_run_at.isoformat(),
+                    "now": None,
+                }
+            )
+        with connection.pipeline():
+            # Pipelined and never waited for in between: a keyless defer is one round trip.
+            if replaced_ids:
+                supersede = {"ids": _bigint_array(replaced_ids), "reason": records.SUPERSEDED}
+                connection.execute(self._sql["supersede_pending"], supersede)
+            upsert = self._cursor(connection, False)
+            saving = {"rows": json.dumps(rows), "occurrences": json.dumps(occurrences), "now": now}
+            upsert.execute(self._sql["upsert_schedules"], saving)
+            if finish is not None:
+                connection.execute(self._sql["notify_change"])
+            if finish == "commit":
+                connection.execute(self._sql["commit"])
+        values = {(row["tenant"], row["key"]): row for row in upsert.fetchall()}
+        return {
+            index: records.saved(values[p["tenant"], p["key"]], item) for index, item, p in chunk
+        }
+
+    @contextmanager
+    def _session(self, within: Any) -> Iterator[tuple[Connection, bool]]:
+        """The connection of one operation and whether it is the store's own: a pooled one in
+        a transaction of its own, or ``within``, the caller's, in the caller's transaction,
+        never committed here."""
+        if within is None:
+            with self._connect() as connection:
+                yield connection, True
+            return
+        connection = self._adopted(within)
+        try:
+            yield connection, False
+        except psycopg.OperationalError as exc:
+            raise StoreUnavailable(f"PostgreSQL: {exc}") from exc
+        except psycopg.Error as exc:
+            raise StoreError(f"PostgreSQL refused: {exc}") from exc
+
+    def _cursor(self, connection: Connection, own: bool) -> psycopg.Cursor[dict[str, Any]]:
+        """A cursor reading rows as the store does, also on a caller's connection (whose row
+        factory and JSON loader are the caller's, and stay so)."""
+        cursor = connection.cursor(row_factory=dict_row)
+        if not own:
+            _decode_safely_on(cursor)
+        return cursor
+
+    def _adopted(self, within: Any) -> Connection:
+        """``within``, a caller's psycopg connection, once it is known to be in a transaction on
+        this store's database; else `ConfigurationError` saying what is wrong."""
+        if not isinstance(within, psycopg.Connection):
+            raise ConfigurationError(
+                f"connection={within!r} is not a psycopg connection, and this app's database is "
+                "PostgreSQL; pass a psycopg 3 connection (or cursor), a SQLAlchemy Connection or "
+                "Session, or Django's connection, open on the app's database"
+            )
+        status = within.info.transaction_status
+        if status == TransactionStatus.INERROR:
+            raise ConfigurationError(
+                "connection= is in a failed transaction; roll it back before scheduling on it"
+            )
+        if within.closed or status == TransactionStatus.UNKNOWN:
+            raise ConfigurationError("connection= is closed; pass an open connection")
+        if status == TransactionStatus.IDLE and within.autocommit:
+            # Each statement would commit on its own: a rollback of the caller's could not
+            # take the timer back.
+            raise ConfigurationError(
+                "connection= is in autocommit mode and in no transaction, so oncely's writes "
+                "would commit on their own; open one first (with connection.transaction(): ...)"
+            )
+        theirs = _identities.get(within)
+        if theirs is None:
+            theirs = _identities[within] = _identity(within)
+        if theirs != self._identity():
+            raise ConfigurationError(
+                f"connection= is on database {theirs[0]!r} (server port {theirs[2]}, schema "
+                f"{theirs[3]!r}), not on this app's ({self._identity()[0]!r}, port "
+                f"{self._identity()[2]}, schema {self._identity()[3]!r}): oncely writes its "
+                "timers only on its own database; pass a connection to that one"
+            )
+        return within
+
+    def _identity(self) -> tuple[Any, ...]:
+        if self._own_identity is None:
+            with self._connect() as connection:
+                self._own_identity = _identity(connection)
+        return self._own_identity
+
+    def get_schedule(self, tenant: str | None, key: str, *, within: Any = None) -> Schedule:
+        params = {"tenant": tenant_column(tenant), "key": key}
+        with self._session(within) as (connection, own):
+            row = self._cursor(connection, own).execute(self._sql["select_schedule"], params)
+            found = row.fetchone()
+        return known(None if found is None else records.schedule(found), tenant, key)
 
     def list_schedules(
         self,
@@ -277,22 +393,28 @@ class PostgresStore(Store):
             ).fetchall()
         return [row["key"] for row in rows]
 
-    def set_paused(self, tenant: str | None, key: str, paused: bool, now: datetime) -> Schedule:
+    def set_paused(
+        self, tenant: str | None, key: str, paused: bool, now: datetime, *, within: Any = None
+    ) -> Schedule:
         params = {"tenant": tenant_column(tenant), "key": key, "paused": paused, "now": now}
-        with self._connect() as connection:
-            row = connection.execute(self._sql["set_paused"], params).fetchone()
+        with self._session(within) as (connection, own):
+            cursor = self._cursor(connection, own)
+            row = cursor.execute(self._sql["set_paused"], params).fetchone()
             if row is not None and not paused:
-                connection.execute(self._sql["notify_change"])
+                cursor.execute(self._sql["notify_change"])
         return known(None if row is None else records.schedule(row), tenant, key)
 
-    def remove_schedule(self, tenant: str | None, key: str, now: datetime) -> Schedule:
+    def remove_schedule(
+        self, tenant: str | None, key: str, now: datetime, *, within: Any = None
+    ) -> Schedule:
         params = {"tenant": tenant_column(tenant), "key": key, "now": now}
-        with self._connect() as connection:
-            # The schedule before its occurrences, as save_schedule locks them: the other order
+        with self._session(within) as (connection, own):
+            cursor = self._cursor(connection, own)
+            # The schedule before its occurrences, as save_schedules locks them: the other order
             # deadlocked a removal with a concurrent save of the same key.
-            connection.execute(self._sql["lock_schedule"], params)
-            connection.execute(self._sql["skip_waiting"], {**params, "reason": records.REMOVED})
-            row = connection.execute(self._sql["remove_schedule"], params).fetchone()
+            cursor.execute(self._sql["lock_schedule"], params)
+            cursor.execute(self._sql["skip_waiting"], {**params, "reason": records.REMOVED})
+            row = cursor.execute(self._sql["remove_schedule"], params).fetchone()
         return known(None if row is None else records.schedule(row), tenant, key)
 
     def materialise_many(self, batch: Sequence[Materialisation], now: datetime) -> int:
@@ -374,12 +496,15 @@ class PostgresStore(Store):
         *,
         now: datetime,
         rearm_skipped: bool = False,
+        within: Any = None,
     ) -> int:
         stored_tenant = tenant_column(tenant)
-        with self._connect() as connection:
-            found = connection.execute(
-                self._sql["schedule_id"], {"tenant": stored_tenant, "key": key}
-            ).fetchone()
+        with self._session(within) as (connection, own):
+            found = (
+                self._cursor(connection, own)
+                .execute(self._sql["schedule_id"], {"tenant": stored_tenant, "key": key})
+                .fetchone()
+            )
             if found is None:
                 raise unknown_schedule(tenant, key)
             schedule_id = found["id"]
@@ -723,11 +848,6 @@ class PostgresStore(Store):
             rows = connection.execute(self._sql["select_history"], params).fetchall()
         return [records.occurrence(row) for row in rows]
 
-    def _one(self, name: str, params: Mapping[str, Any]) -> Schedule | None:
-        with self._connect() as connection:
-            row = connection.execute(self._sql[name], params).fetchone()
-        return None if row is None else records.schedule(row)
-
     def acquire_lease(self, name: str, owner: str, ttl: timedelta, now: datetime) -> Lease | None:
         params = {"name": name, "owner": owner, "until": now + ttl, "now": now}
         with self._connect() as connection:
@@ -942,6 +1062,39 @@ class _IdleCheck:
             if pool is not None:
                 pool.drain()
             raise StoreUnavailable("PostgreSQL closed an idle connection")
+
+
+def _decode_safely_on(cursor: psycopg.Cursor[dict[str, Any]]) -> None:
+    set_json_loads(payloads.decode, cursor)
+
+
+# The server identity of each caller's connection seen, asked once per connection.
+_identities: weakref.WeakKeyDictionary[Connection, tuple[Any, ...]] = weakref.WeakKeyDictionary()
+
+
+def _identity(connection: Connection) -> tuple[Any, ...]:
+    """Which database ``connection`` is on: name, server (by its start time), port, schema."""
+    row = connection.cursor(row_factory=dict_row).execute(queries("postgres")["identity"])
+    found = row.fetchone()
+    assert found is not None
+    return (found["db"], found["started"], found["port"], found["schema"])
+
+
+def _saved_occurrence(schedule: Mapping[str, Any], planned: Planned) -> dict[str, Any]:
+    """One row of ``insert_saved_occurrences``: the occurrence ``planned`` of ``schedule``."""
+    instance = planned.instance
+    return {
+        "tenant": schedule["tenant"],
+        "key": schedule["key"],
+        "scheduled_for": instance.at.isoformat(),
+        "local_wall": instance.wall.isoformat(),
+        "fold": instance.fold,
+        "dst_note": instance.dst,
+        "ordinal": instance.ordinal,
+        "origin": planned.origin,
+        "status": planned.status,
+        "reason": planned.reason,
+    }
 
 
 def _readable(fd: int) -> bool:

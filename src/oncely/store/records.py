@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from oncely.errors import ConfigurationError, InvalidSchedule, UnknownSchedule
+from oncely.errors import ConfigurationError, InvalidSchedule, OncelyError, UnknownSchedule
 from oncely.model import (
     NO_TENANT,
     Abandoned,
@@ -15,6 +15,7 @@ from oncely.model import (
     OccurrenceOrigin,
     OccurrenceStatus,
     Planned,
+    Saving,
     Schedule,
     ScheduleOrigin,
     ScheduleStatus,
@@ -78,17 +79,96 @@ def save_params(
     if existing is None:
         return params, False
     _refuse_other_origin(existing, params)
-    stored = existing["trigger_spec"]
-    if isinstance(stored, str):  # SQLite keeps JSON as text; a damaged one is simply different
-        try:
-            stored = json.loads(stored)
-        except ValueError:
-            stored = None
-    same = stored == json.loads(params["trigger_spec"])
+    same = _stored_spec(existing) == json.loads(params["trigger_spec"])
     if same and existing["status"] in ("active", "ended"):
         kept = existing["next_run_at"]
         return {**params, "next_run_at": kept, "status": "active" if kept else "ended"}, False
     return params, True
+
+
+#: Items of `Store.save_schedules` per statement: each statement takes its rows as one JSON
+#: parameter, so this bounds the statement's size, not its parameters.
+SAVE_CHUNK = 1_000
+
+
+def batch_params(batch: Sequence[Saving], now: datetime) -> list[dict[str, Any]]:
+    """`item_params` of each item of ``batch``; an error says which item (``.item``)."""
+    params: list[dict[str, Any]] = []
+    try:
+        for item in batch:
+            params.append(item_params(item, now))
+    except OncelyError as exc:
+        exc.item = len(params)
+        raise
+    return params
+
+
+def item_params(item: Saving, now: datetime) -> dict[str, Any]:
+    """`schedule_params` of one `Saving`; raises `InvalidPayload`."""
+    return schedule_params(
+        tenant=item.tenant,
+        key=item.key,
+        job=item.job,
+        origin=item.origin,
+        trigger=item.trigger,
+        payload=item.payload,
+        next_run_at=item.next_run_at,
+        now=now,
+        keyless=item.keyless,
+    )
+
+
+def refuse_before_horizon(
+    existing: Mapping[str, Any] | None,
+    params: Mapping[str, Any],
+    when: datetime,
+    horizon: datetime | None,
+) -> None:
+    """Refuse to move the one-off ``params`` to ``when`` before the history ``horizon``: history
+    there may have been pruned, and a timer moved away and back ran again where it had run."""
+    if horizon is None or when >= horizon or existing is None:
+        return  # a new timer: nothing of it can have run
+    # An unscheduled timer deferred again is saved anew: one that had run there, was
+    # unscheduled and then pruned ran a second time.
+    unchanged = _stored_spec(existing) == json.loads(params["trigger_spec"])
+    if unchanged and existing["status"] != "removed":
+        return  # saving it again changes nothing
+    raise InvalidSchedule(
+        f"timer {params['key']!r} cannot be deferred to {when.isoformat()}: history before "
+        f"{horizon.isoformat()} has been pruned (retention), so oncely cannot tell whether it "
+        "already ran then",
+        hint="defer it at a later time, or under a new key",
+    )
+
+
+def saved(values: Mapping[str, Any], item: Saving) -> Schedule:
+    """The `Schedule` an upsert of ``item`` returned, from the item's own trigger and payload:
+    reading them back from the row parsed every trigger again, most of a bulk defer's time."""
+    status = cast(ScheduleStatus, values["status"])
+    return Schedule(
+        key=item.key,
+        job=item.job,
+        trigger=item.trigger,
+        next_run_at=_utc(values["next_run_at"]) if status == "active" else None,
+        paused=bool(values["paused"]),
+        status=status,
+        tenant=item.tenant,
+        payload=item.payload,
+        origin=item.origin,
+        status_reason=None,
+        created_at=_utc(values["created_at"]),
+        updated_at=_utc(values["updated_at"]),
+    )
+
+
+def _stored_spec(existing: Mapping[str, Any]) -> Any:
+    stored = existing["trigger_spec"]
+    if isinstance(stored, str):  # SQLite keeps JSON as text; a damaged one is simply different
+        try:
+            return json.loads(stored)
+        except ValueError:
+            return None
+    return stored
 
 
 def _refuse_other_origin(existing: Mapping[str, Any], params: Mapping[str, Any]) -> None:

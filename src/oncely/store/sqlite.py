@@ -13,7 +13,13 @@ from contextvars import ContextVar
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from oncely.errors import StoreError, StoreUnavailable, TransactionTooLong
+from oncely.errors import (
+    ConfigurationError,
+    OncelyError,
+    StoreError,
+    StoreUnavailable,
+    TransactionTooLong,
+)
 from oncely.model import (
     Abandoned,
     Action,
@@ -26,19 +32,19 @@ from oncely.model import (
     OccurrenceStatus,
     Planned,
     Reclaimed,
+    Saving,
     Schedule,
-    ScheduleOrigin,
     ScheduleStatus,
     Sweep,
 )
-from oncely.recurrence import Trigger
+from oncely.recurrence import At
 from oncely.store import claiming, housekeeping, payloads, records
 from oncely.store.interface import Store, Watch
 from oncely.store.queries import migrations, queries
 from oncely.store.records import (
+    SAVE_CHUNK,
     known,
     occurrence_params,
-    schedule_params,
     tenant_column,
     unknown_schedule,
 )
@@ -71,7 +77,7 @@ _TIME_COLUMNS = frozenset(
     {
         "next_run_at", "created_at", "updated_at", "scheduled_for", "started_at", "finished_at",
         "run_after", "lease_expires_at", "expires_at", "first_seen_at", "last_seen_at",
-        "applied_at", "previous_finished_at", "at",
+        "applied_at", "previous_finished_at", "at", "horizon",
     }
 )  # fmt: skip
 
@@ -222,28 +228,65 @@ class SqliteStore(Store):
             raise StoreError(f"SQLite database {self.path!r} refused: {exc}") from exc
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def _write(self, within: Any = None) -> Iterator[sqlite3.Connection]:
         """A connection holding the write lock for the block: one transaction, all or nothing.
 
-        Inside a `transaction` of this store, a savepoint of it instead: the block's writes
-        commit or roll back with the caller's transaction.
+        Or ``within``, the caller's connection, in the caller's transaction, never committed
+        here. Inside a `transaction` of this store, a savepoint of it: the block's writes commit
+        or roll back with that transaction.
         """
+        if within is not None:
+            connection = self._adopted(within)
+            try:
+                yield connection
+            except sqlite3.OperationalError as exc:
+                raise StoreUnavailable(f"SQLite database {self.path!r}: {exc}") from exc
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite database {self.path!r} refused: {exc}") from exc
+            return
         joined = _joined.get()
-        begin, end = "BEGIN IMMEDIATE", "COMMIT"
-        if joined is not None and joined[0] is self:
-            begin, end = "SAVEPOINT oncely_joined", "RELEASE oncely_joined"
+        if joined is None or joined[0] is not self:
+            with self._connect() as connection, _transaction(connection, "BEGIN IMMEDIATE"):
+                yield connection
+            return
         with self._connect() as connection:
-            connection.execute(begin)
+            connection.execute("SAVEPOINT oncely_joined")
             try:
                 yield connection
             except BaseException:
-                if end == "COMMIT":
-                    connection.execute("ROLLBACK")
-                else:
-                    connection.execute("ROLLBACK TO oncely_joined")
-                    connection.execute(end)
+                connection.execute("ROLLBACK TO oncely_joined")
+                connection.execute("RELEASE oncely_joined")
                 raise
-            connection.execute(end)
+            connection.execute("RELEASE oncely_joined")
+
+    def _adopted(self, within: Any) -> sqlite3.Connection:
+        """``within``, a caller's sqlite3 connection, once it is known to be in a transaction on
+        this store's file; else `ConfigurationError` saying what is wrong."""
+        if not isinstance(within, sqlite3.Connection):
+            raise ConfigurationError(
+                f"connection={within!r} is not a sqlite3 connection, and this app's database is "
+                f"SQLite ({self.path}); pass a sqlite3.Connection to that file (or a SQLAlchemy "
+                "Connection or Session, or Django's connection, on it)"
+            )
+        try:
+            files = {row[1]: row[2] for row in within.execute("PRAGMA database_list")}
+        except sqlite3.Error as exc:
+            raise ConfigurationError(f"connection= cannot be used: {exc}") from exc
+        theirs = files.get("main") or ":memory:"
+        if not _same_file(theirs, self.path):
+            raise ConfigurationError(
+                f"connection= is on SQLite database {theirs!r}, not on this app's "
+                f"({self.path!r}): oncely writes its timers only on its own database; pass a "
+                "connection to that file"
+            )
+        if not within.in_transaction:
+            # Each statement would commit on its own: a rollback of the caller's could not take
+            # the timer back.
+            raise ConfigurationError(
+                "connection= is in no transaction, so oncely's writes would commit on their own; "
+                'open one first (connection.execute("BEGIN"), or write on it first)'
+            )
+        return within
 
     def migrate(self, now: datetime) -> list[int]:
         applied: list[int] = []
@@ -273,52 +316,82 @@ class SqliteStore(Store):
             versions = [row[0] for row in connection.execute(self._sql["applied_versions"])]
         return max(versions, default=0)
 
-    def save_schedule(
-        self,
-        *,
-        tenant: str | None,
-        key: str,
-        job: str,
-        origin: ScheduleOrigin,
-        trigger: Trigger,
-        payload: Any,
-        next_run_at: datetime | None,
-        now: datetime,
-        occurrences: Sequence[Planned] = (),
-        keyless: bool = False,
-    ) -> Schedule:
-        params = schedule_params(
-            tenant=tenant,
-            key=key,
-            job=job,
-            origin=origin,
-            trigger=trigger,
-            payload=payload,
-            next_run_at=next_run_at,
-            now=now,
-            keyless=keyless,
-        )
-        with self._write() as connection:
-            existing = self._row(connection, "lock_schedule", params)
-            params, replaced = records.save_params(existing, params)
-            values = self._row(connection, "upsert_schedule", params)
-            assert values is not None
-            schedule_id = values["id"]
-            if replaced:
-                supersede = {"schedule_id": schedule_id, "reason": records.SUPERSEDED}
-                connection.execute(self._sql["supersede_pending"], supersede)
-            rows = [
-                _bind(occurrence_params(schedule_id, params["tenant"], p, now)) for p in occurrences
-            ]
-            if rows and (existing is None or replaced):
-                connection.executemany(self._sql["insert_occurrence"], rows)
-        return _schedule_of(values)
+    def save_schedules(
+        self, batch: Sequence[Saving], now: datetime, *, within: Any = None
+    ) -> list[Schedule]:
+        if not batch:
+            return []
+        params = records.batch_params(batch, now)
+        saved: list[Schedule] = []
+        with self._write(within) as connection:
+            for start in range(0, len(batch), SAVE_CHUNK):
+                chunk = slice(start, start + SAVE_CHUNK)
+                saved += self._save_chunk(connection, batch[chunk], params[chunk], start, now)
+        return saved
 
-    def get_schedule(self, tenant: str | None, key: str) -> Schedule:
-        with self._connect() as connection:
-            found = self._one(
-                connection, "select_schedule", {"tenant": tenant_column(tenant), "key": key}
+    def _save_chunk(
+        self,
+        connection: sqlite3.Connection,
+        batch: Sequence[Saving],
+        params: list[dict[str, Any]],
+        first: int,
+        now: datetime,
+    ) -> list[Schedule]:
+        """Save one chunk of a batch whose first item is item ``first``."""
+        pairs = [[p["tenant"], p["key"]] for item, p in zip(batch, params, strict=True)
+                 if not item.keyless]  # fmt: skip
+        existing: dict[tuple[str, str], dict[str, Any]] = {}
+        horizon: datetime | None = None
+        if pairs:
+            cursor = connection.execute(self._sql["lock_schedules_to_save"], [json.dumps(pairs)])
+            for row in cursor.fetchall():
+                found = _values(cursor, row)
+                existing[found["tenant"], found["key"]] = found
+                horizon = found["horizon"]
+        rows, occurrences, replaced_ids = [], [], []
+        for offset, (item, item_params) in enumerate(zip(batch, params, strict=True)):
+            stored = existing.get((item_params["tenant"], item_params["key"]))
+            try:
+                decided, replaced = records.save_params(stored, item_params)
+                if item.guard_horizon and isinstance(item.trigger, At):
+                    records.refuse_before_horizon(stored, decided, item.trigger.when, horizon)
+            except OncelyError as exc:
+                exc.item = first + offset
+                raise
+            if replaced:
+                assert stored is not None
+                replaced_ids.append(stored["id"])
+            if item.occurrences and (stored is None or replaced):
+                occurrences += [_saved_occurrence(decided, p) for p in item.occurrences]
+            rows.append({**_bind(decided), "keyless": int(decided["keyless"])})
+        if replaced_ids:
+            supersede = {"ids": json.dumps(replaced_ids), "reason": records.SUPERSEDED}
+            connection.execute(self._sql["supersede_pending"], supersede)
+        stamp = to_micros(now)
+        cursor = connection.execute(
+            self._sql["upsert_schedules"], {"rows": json.dumps(rows), "now": stamp}
+        )
+        values = {}
+        for row in cursor.fetchall():
+            found = _values(cursor, row)
+            values[found["tenant"], found["key"]] = found
+        if occurrences:
+            connection.execute(
+                self._sql["insert_saved_occurrences"],
+                {"rows": json.dumps(occurrences), "now": stamp},
             )
+        return [
+            records.saved(values[p["tenant"], p["key"]], item)
+            for item, p in zip(batch, params, strict=True)
+        ]
+
+    def get_schedule(self, tenant: str | None, key: str, *, within: Any = None) -> Schedule:
+        params = {"tenant": tenant_column(tenant), "key": key}
+        if within is not None:
+            with self._write(within) as connection:
+                return known(self._one(connection, "select_schedule", params), tenant, key)
+        with self._connect() as connection:
+            found = self._one(connection, "select_schedule", params)
         return known(found, tenant, key)
 
     def list_schedules(
@@ -345,15 +418,19 @@ class SqliteStore(Store):
             ).fetchall()
         return [row[0] for row in rows]
 
-    def set_paused(self, tenant: str | None, key: str, paused: bool, now: datetime) -> Schedule:
+    def set_paused(
+        self, tenant: str | None, key: str, paused: bool, now: datetime, *, within: Any = None
+    ) -> Schedule:
         params = {"tenant": tenant_column(tenant), "key": key, "paused": int(paused), "now": now}
-        with self._write() as connection:
+        with self._write(within) as connection:
             found = self._one(connection, "set_paused", params)
         return known(found, tenant, key)
 
-    def remove_schedule(self, tenant: str | None, key: str, now: datetime) -> Schedule:
+    def remove_schedule(
+        self, tenant: str | None, key: str, now: datetime, *, within: Any = None
+    ) -> Schedule:
         params = {"tenant": tenant_column(tenant), "key": key, "now": now}
-        with self._write() as connection:
+        with self._write(within) as connection:
             waiting = {**params, "reason": records.REMOVED}
             connection.execute(self._sql["skip_waiting"], _bind(waiting))
             found = self._one(connection, "remove_schedule", params)
@@ -401,9 +478,10 @@ class SqliteStore(Store):
         *,
         now: datetime,
         rearm_skipped: bool = False,
+        within: Any = None,
     ) -> int:
         stored_tenant = tenant_column(tenant)
-        with self._write() as connection:
+        with self._write(within) as connection:
             found = connection.execute(
                 self._sql["schedule_id"], {"tenant": stored_tenant, "key": key}
             ).fetchone()
@@ -925,6 +1003,30 @@ class SqliteStore(Store):
 
 def _schedule(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> Schedule:
     return _schedule_of(_values(cursor, row))
+
+
+def _same_file(theirs: str, ours: str) -> bool:
+    try:
+        return os.path.samefile(theirs, ours)
+    except OSError:
+        return False
+
+
+def _saved_occurrence(schedule: Mapping[str, Any], planned: Planned) -> dict[str, Any]:
+    """One row of ``insert_saved_occurrences``: the occurrence ``planned`` of ``schedule``."""
+    instance = planned.instance
+    return {
+        "tenant": schedule["tenant"],
+        "key": schedule["key"],
+        "scheduled_for": to_micros(instance.at),
+        "local_wall": instance.wall.isoformat(),
+        "fold": instance.fold,
+        "dst_note": instance.dst,
+        "ordinal": instance.ordinal,
+        "origin": planned.origin,
+        "status": planned.status,
+        "reason": planned.reason,
+    }
 
 
 def _schedule_of(values: dict[str, Any]) -> Schedule:

@@ -18,28 +18,66 @@ INSERT INTO oncely_migrations (version, name, applied_at) VALUES (%(version)s, %
 -- name: migrations_table_exists
 SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = 'oncely_migrations';
 
--- name: upsert_schedule
+-- name: upsert_schedules
 -- One row per (tenant, key). A second save of the same key replaces what it runs and when, and
--- keeps the row (its id, paused flag and history).
-INSERT INTO oncely_schedules
-    (tenant, key, job, origin, trigger_kind, trigger_spec, payload, status, next_run_at,
-     keyless, created_at, updated_at)
-VALUES
-    (%(tenant)s, %(key)s, %(job)s, %(origin)s, %(trigger_kind)s, %(trigger_spec)s::jsonb, %(payload)s::jsonb, %(status)s, %(next_run_at)s,
-     %(keyless)s, %(now)s, %(now)s)
-ON CONFLICT (tenant, key) DO UPDATE SET
-    job = excluded.job,
-    origin = excluded.origin,
-    trigger_kind = excluded.trigger_kind,
-    trigger_spec = excluded.trigger_spec,
-    payload = excluded.payload,
-    status = excluded.status,
-    status_reason = NULL,
-    next_run_at = excluded.next_run_at,
-    keyless = excluded.keyless,
-    updated_at = excluded.updated_at
-RETURNING id, tenant, key, job, origin, trigger_spec, payload, paused, status, status_reason,
-    next_run_at, created_at, updated_at;
+-- keeps the row (its id, paused flag and history). The batch is one JSON parameter: a row per
+-- item, however many items, where a parameter per value met PostgreSQL's limit of 65,535.
+-- The occurrences of the batch (a one-off's single run), keyed by (tenant, key), are recorded
+-- in the same statement, as insert_occurrence records one, with the ids the upsert returns
+-- (not looked up again in the index, one probe per occurrence).
+WITH saved AS (
+    INSERT INTO oncely_schedules
+        (tenant, key, job, origin, trigger_kind, trigger_spec, payload, status, next_run_at,
+         keyless, created_at, updated_at)
+    SELECT r.tenant, r.key, r.job, r.origin, r.trigger_kind, r.trigger_spec::jsonb,
+        r.payload::jsonb, r.status, r.next_run_at, r.keyless, %(now)s, %(now)s
+    FROM json_to_recordset(%(rows)s::json) AS r(tenant text, key text, job text, origin text,
+        trigger_kind text, trigger_spec text, payload text, status text,
+        next_run_at timestamptz, keyless boolean)
+    ON CONFLICT (tenant, key) DO UPDATE SET
+        job = excluded.job,
+        origin = excluded.origin,
+        trigger_kind = excluded.trigger_kind,
+        trigger_spec = excluded.trigger_spec,
+        payload = excluded.payload,
+        status = excluded.status,
+        status_reason = NULL,
+        next_run_at = excluded.next_run_at,
+        keyless = excluded.keyless,
+        updated_at = excluded.updated_at
+    RETURNING id, tenant, key, paused, status, next_run_at, created_at, updated_at
+), planned AS (
+    INSERT INTO oncely_occurrences
+        (schedule_id, tenant, scheduled_for, local_wall, fold, dst_note, ordinal, origin, status,
+         reason, run_after, created_at)
+    SELECT s.id, s.tenant, r.scheduled_for, r.local_wall, r.fold, r.dst_note, r.ordinal,
+        r.origin, r.status, r.reason, r.scheduled_for, %(now)s
+    FROM json_to_recordset(%(occurrences)s::json) AS r(tenant text, key text,
+        scheduled_for timestamptz, local_wall text, fold smallint, dst_note text,
+        ordinal integer, origin text, status text, reason text)
+    JOIN saved s ON s.tenant = r.tenant AND s.key = r.key
+    ON CONFLICT (schedule_id, scheduled_for) DO UPDATE SET
+        local_wall = excluded.local_wall, fold = excluded.fold, dst_note = excluded.dst_note,
+        ordinal = excluded.ordinal, origin = excluded.origin, status = excluded.status,
+        reason = excluded.reason, run_after = excluded.run_after,
+        created_at = excluded.created_at, finished_at = NULL
+    WHERE oncely_occurrences.status = 'skipped' AND oncely_occurrences.attempts = 0
+      AND oncely_occurrences.started_at IS NULL
+      AND (oncely_occurrences.reason LIKE 'superseded:%%'
+           OR oncely_occurrences.reason LIKE 'unscheduled:%%')
+)
+SELECT tenant, key, paused, status, next_run_at, created_at, updated_at FROM saved;
+
+-- name: lock_schedules_to_save
+-- The schedules of a save batch that exist, in any status, locked until the transaction ends, in
+-- (tenant, key) order: two batches sharing keys never deadlock. The history horizon comes in the
+-- same round trip (a one-off moved before it is refused); NULL when history was never pruned.
+SELECT s.tenant, s.key, s.id, s.job, s.origin, s.trigger_spec, s.status, s.next_run_at,
+    (SELECT h.before FROM oncely_horizons h WHERE h.name = 'history') AS horizon
+FROM oncely_schedules s
+WHERE (s.tenant, s.key) IN (SELECT * FROM unnest(%(tenants)s::text[], %(keys)s::text[]))
+ORDER BY s.tenant, s.key
+FOR UPDATE OF s;
 
 -- name: select_schedule
 SELECT id, tenant, key, job, origin, trigger_spec, payload, paused, status, status_reason,
@@ -157,7 +195,23 @@ FOR UPDATE;
 -- name: supersede_pending
 -- A changed trigger replaces the future: what the old one planned and nobody started is skipped.
 UPDATE oncely_occurrences SET status = 'skipped', reason = %(reason)s
-WHERE schedule_id = %(schedule_id)s AND status = 'pending' AND origin IN ('schedule', 'defer');
+WHERE schedule_id = ANY(%(ids)s::bigint[]) AND status = 'pending'
+  AND origin IN ('schedule', 'defer');
+
+-- name: insert_saved_occurrences
+-- Not used on PostgreSQL, where upsert_schedules records a batch's occurrences in the same
+-- statement; it exists so that both dialects keep one set of query names.
+SELECT 1;
+
+-- name: identity
+-- Which database a connection is on, for a caller's connection to be compared with the store's
+-- own: the server is told apart by its start time, needing no privilege to read.
+SELECT current_database() AS db, pg_postmaster_start_time() AS started,
+    inet_server_port() AS port, current_schema() AS schema;
+
+-- name: commit
+-- Sent in the pipeline of a save's last statements: the save is one round trip, not two.
+COMMIT;
 
 -- name: lock_schedules_to_materialise
 -- The schedules of a materialise batch this transaction gets to itself. One another worker is

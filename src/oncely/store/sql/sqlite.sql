@@ -18,15 +18,19 @@ BEGIN IMMEDIATE;
 -- name: migrations_table_exists
 SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'oncely_migrations';
 
--- name: upsert_schedule
+-- name: upsert_schedules
 -- One row per (tenant, key). A second save of the same key replaces what it runs and when, and
--- keeps the row (its id, paused flag and history).
+-- keeps the row (its id, paused flag and history). The batch is one JSON parameter, a row per
+-- item: a parameter per value would meet SQLite's limit on variables. (WHERE true: without it
+-- SQLite reads the ON of ON CONFLICT as a join's.)
 INSERT INTO oncely_schedules
     (tenant, key, job, origin, trigger_kind, trigger_spec, payload, status, next_run_at,
      keyless, created_at, updated_at)
-VALUES
-    (:tenant, :key, :job, :origin, :trigger_kind, :trigger_spec, :payload, :status, :next_run_at,
-     :keyless, :now, :now)
+SELECT r.value ->> 'tenant', r.value ->> 'key', r.value ->> 'job', r.value ->> 'origin',
+    r.value ->> 'trigger_kind', r.value ->> 'trigger_spec', r.value ->> 'payload',
+    r.value ->> 'status', r.value ->> 'next_run_at', r.value ->> 'keyless', :now, :now
+FROM json_each(:rows) AS r
+WHERE true
 ON CONFLICT (tenant, key) DO UPDATE SET
     job = excluded.job,
     origin = excluded.origin,
@@ -38,8 +42,15 @@ ON CONFLICT (tenant, key) DO UPDATE SET
     next_run_at = excluded.next_run_at,
     keyless = excluded.keyless,
     updated_at = excluded.updated_at
-RETURNING id, tenant, key, job, origin, trigger_spec, payload, paused, status, status_reason,
-    next_run_at, created_at, updated_at;
+RETURNING tenant, key, paused, status, next_run_at, created_at, updated_at;
+
+-- name: lock_schedules_to_save
+-- The schedules of a save batch that exist, in any status ([tenant, key] pairs); the caller
+-- holds the write lock. The history horizon comes with each (NULL: history was never pruned).
+SELECT s.tenant, s.key, s.id, s.job, s.origin, s.trigger_spec, s.status, s.next_run_at,
+    (SELECT h.before FROM oncely_horizons h WHERE h.name = 'history') AS horizon
+FROM json_each(:pairs) AS p
+JOIN oncely_schedules s ON s.tenant = p.value ->> 0 AND s.key = p.value ->> 1;
 
 -- name: select_schedule
 SELECT id, tenant, key, job, origin, trigger_spec, payload, paused, status, status_reason,
@@ -154,7 +165,39 @@ WHERE tenant = :tenant AND key = :key;
 -- name: supersede_pending
 -- A changed trigger replaces the future: what the old one planned and nobody started is skipped.
 UPDATE oncely_occurrences SET status = 'skipped', reason = :reason
-WHERE schedule_id = :schedule_id AND status = 'pending' AND origin IN ('schedule', 'defer');
+WHERE schedule_id IN (SELECT value FROM json_each(:ids)) AND status = 'pending'
+  AND origin IN ('schedule', 'defer');
+
+-- name: insert_saved_occurrences
+-- The occurrences a save batch records (a one-off's single run), as insert_occurrence records
+-- one, found by the (tenant, key) of the schedules saved just before in the same transaction.
+INSERT INTO oncely_occurrences
+    (schedule_id, tenant, scheduled_for, local_wall, fold, dst_note, ordinal, origin, status,
+     reason, run_after, created_at)
+SELECT s.id, s.tenant, r.value ->> 'scheduled_for', r.value ->> 'local_wall',
+    r.value ->> 'fold', r.value ->> 'dst_note', r.value ->> 'ordinal', r.value ->> 'origin',
+    r.value ->> 'status', r.value ->> 'reason', r.value ->> 'scheduled_for', :now
+FROM json_each(:rows) AS r
+JOIN oncely_schedules s ON s.tenant = r.value ->> 'tenant' AND s.key = r.value ->> 'key'
+WHERE true
+ON CONFLICT (schedule_id, scheduled_for) DO UPDATE SET
+    local_wall = excluded.local_wall, fold = excluded.fold, dst_note = excluded.dst_note,
+    ordinal = excluded.ordinal, origin = excluded.origin, status = excluded.status,
+    reason = excluded.reason, run_after = excluded.run_after, created_at = excluded.created_at,
+    finished_at = NULL
+WHERE oncely_occurrences.status = 'skipped' AND oncely_occurrences.attempts = 0
+  AND oncely_occurrences.started_at IS NULL
+  AND (oncely_occurrences.reason LIKE 'superseded:%' OR oncely_occurrences.reason LIKE 'unscheduled:%');
+
+-- name: identity
+-- Not used on SQLite, where a caller's connection is compared by its file; it exists so that
+-- both dialects keep one set of query names.
+SELECT 1;
+
+-- name: commit
+-- Not used on SQLite, whose saves commit as every write does; it exists so that both dialects
+-- keep one set of query names.
+SELECT 1;
 
 -- name: lock_schedules_to_materialise
 -- Not used on SQLite, where BEGIN IMMEDIATE gives the batch the whole database; it exists so
