@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from oncely.cli import main
 from oncely.errors import ConfigurationError
 from oncely.lint import LintConfig, all_rules, lint_files, read_config
+from oncely.lint import parallel as lint_parallel
 from oncely.lint.engine import PARALLEL_MIN_FILES, enabled_rules
 from oncely.lint.reporters import rule_reference
 from oncely.lint.rules import RULE_MODULE, rule_codes
@@ -145,6 +146,9 @@ def test_a_parallel_run_finds_what_a_serial_one_does_in_the_same_order(
         return real()
 
     monkeypatch.setattr(os, "fork", counting)
+    # Forking is for a process with one thread. Another test's idle pool thread (the _async
+    # calls' executor lives as long as the process) turned this run to the spawned pool.
+    monkeypatch.setattr(lint_parallel.threading, "active_count", lambda: 1)
     serial = lint_files([root], config, jobs=1)
     assert forks == []
     parallel = lint_files([root], config, jobs=3)
@@ -175,8 +179,6 @@ def test_batches_a_child_took_and_did_not_report_are_linted_here(
 def test_where_forking_is_unsafe_a_spawned_pool_shares_the_work(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from oncely.lint import parallel
-
     root = _many(_project(tmp_path))
     config = read_config(root / "pyproject.toml")
     serial = lint_files([root], config, jobs=1)
@@ -188,7 +190,7 @@ def test_where_forking_is_unsafe_a_spawned_pool_shares_the_work(
             super().__init__(max_workers, **kwargs)
 
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", CountingPool)
-    monkeypatch.setattr(parallel.threading, "active_count", lambda: 2)  # another thread runs
+    monkeypatch.setattr(lint_parallel.threading, "active_count", lambda: 2)  # another thread runs
     assert lint_files([root], config, jobs=2) == serial
     assert pools == [1]
 
