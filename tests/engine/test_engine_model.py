@@ -122,6 +122,7 @@ class EngineModel(RuleBasedStateMachine):
         self.hourly_saved: dict[str | None, datetime] = {}
         self.hourly_busy: set[tuple[str | None, datetime]] = set()
         self.moved_away: set[tuple[str | None, str, datetime]] = set()
+        self.triggered: set[tuple[str | None, str, datetime]] = set()
         self.held: list[Claim] = []
         self.ticked_at: datetime | None = None
         # The furthest the clock has been when an app did work: a step back does not undo a
@@ -287,6 +288,9 @@ class EngineModel(RuleBasedStateMachine):
         name = f"{key}:{self.ns}" if key == "hourly" else f"timer:{key}:{self.ns}"
         with contextlib.suppress(oncely.UnknownSchedule):
             self._scope(tenant).trigger(name)
+            # A run asked for by hand: moving the timer onto its time and away again does not
+            # take it back.
+            self.triggered.add((tenant, name, self.clock()))
 
     @rule(tenant=st.sampled_from(TENANTS), slow=st.booleans())
     def save_buffered(self, tenant: str | None, slow: bool) -> None:
@@ -442,7 +446,7 @@ class EngineModel(RuleBasedStateMachine):
 
     @invariant()
     def nothing_moved_away_runs(self) -> None:
-        for tenant, key, at in self.moved_away:
+        for tenant, key, at in self.moved_away - self.triggered:
             assert not self._ran((tenant, key), at), (tenant, key, at)
 
     @invariant()
