@@ -271,7 +271,10 @@ class PostgresStore(Store):
                 assert found is not None
                 replaced_ids.append(found["id"])
             if item.occurrences and (found is None or replaced):
-                occurrences += [_saved_occurrence(decided, p) for p in item.occurrences]
+                occurrences += [
+                    records.saved_occurrence(decided, p, datetime.isoformat)
+                    for p in item.occurrences
+                ]
             next_run_at = decided["next_run_at"]
             rows.append(
                 {
@@ -1078,23 +1081,6 @@ def _identity(connection: Connection) -> tuple[Any, ...]:
     found = row.fetchone()
     assert found is not None
     return (found["db"], found["started"], found["port"], found["schema"])
-
-
-def _saved_occurrence(schedule: Mapping[str, Any], planned: Planned) -> dict[str, Any]:
-    """One row of ``insert_saved_occurrences``: the occurrence ``planned`` of ``schedule``."""
-    instance = planned.instance
-    return {
-        "tenant": schedule["tenant"],
-        "key": schedule["key"],
-        "scheduled_for": instance.at.isoformat(),
-        "local_wall": instance.wall.isoformat(),
-        "fold": instance.fold,
-        "dst_note": instance.dst,
-        "ordinal": instance.ordinal,
-        "origin": planned.origin,
-        "status": planned.status,
-        "reason": planned.reason,
-    }
 
 
 def _readable(fd: int) -> bool:

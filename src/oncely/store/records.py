@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -270,6 +270,26 @@ def unknown_schedule(tenant: str | None, key: str) -> UnknownSchedule:
     """The error for key ``key`` (in ``tenant``) matching no schedule."""
     where = f" in tenant {tenant!r}" if tenant is not None else ""
     return UnknownSchedule(f"no schedule has key {key!r}{where}; app.schedules() lists them")
+
+
+def saved_occurrence(
+    schedule: Mapping[str, Any], planned: Planned, time: Callable[[datetime], Any]
+) -> dict[str, Any]:
+    """One row of ``insert_saved_occurrences``: the occurrence ``planned`` of ``schedule``, its
+    time written by the dialect's ``time``."""
+    instance = planned.instance
+    return {
+        "tenant": schedule["tenant"],
+        "key": schedule["key"],
+        "scheduled_for": time(instance.at),
+        "local_wall": instance.wall.isoformat(),
+        "fold": instance.fold,
+        "dst_note": instance.dst,
+        "ordinal": instance.ordinal,
+        "origin": planned.origin,
+        "status": planned.status,
+        "reason": planned.reason,
+    }
 
 
 def occurrence_params(

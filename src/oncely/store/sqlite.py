@@ -362,7 +362,9 @@ class SqliteStore(Store):
                 assert stored is not None
                 replaced_ids.append(stored["id"])
             if item.occurrences and (stored is None or replaced):
-                occurrences += [_saved_occurrence(decided, p) for p in item.occurrences]
+                occurrences += [
+                    records.saved_occurrence(decided, p, to_micros) for p in item.occurrences
+                ]
             rows.append({**_bind(decided), "keyless": int(decided["keyless"])})
         if replaced_ids:
             supersede = {"ids": json.dumps(replaced_ids), "reason": records.SUPERSEDED}
@@ -1010,23 +1012,6 @@ def _same_file(theirs: str, ours: str) -> bool:
         return os.path.samefile(theirs, ours)
     except OSError:
         return False
-
-
-def _saved_occurrence(schedule: Mapping[str, Any], planned: Planned) -> dict[str, Any]:
-    """One row of ``insert_saved_occurrences``: the occurrence ``planned`` of ``schedule``."""
-    instance = planned.instance
-    return {
-        "tenant": schedule["tenant"],
-        "key": schedule["key"],
-        "scheduled_for": to_micros(instance.at),
-        "local_wall": instance.wall.isoformat(),
-        "fold": instance.fold,
-        "dst_note": instance.dst,
-        "ordinal": instance.ordinal,
-        "origin": planned.origin,
-        "status": planned.status,
-        "reason": planned.reason,
-    }
 
 
 def _schedule_of(values: dict[str, Any]) -> Schedule:
