@@ -89,17 +89,25 @@ def test_a_worker_paused_past_its_lease_is_refused_twice(
         wait_until(
             lambda: _refused(group.text_of(paused)), 20, "the paused worker's completion refused"
         )
-        carried_on = time.time()
-        wait_until(
-            lambda: any(
-                e.pid == paused.pid and e.ran_at > carried_on
-                for e in effects(postgres_url, tmp_path)
-            ),
-            timeout=20,
-            what="the paused worker to run occurrences again",
-        )
+        # The other worker stops first: two workers racing for two occurrences a second do not
+        # share them evenly (under load one took all ten of a five-second window), and in CI the
+        # paused one, alive and serving, won none for 20 s. Asked here: that it carries on.
         for process in group.alive():
-            assert terminate(process, within=20)[0] == 0, group.output()
+            if process is not paused:
+                assert terminate(process, within=20)[0] == 0, group.output()
+        carried_on = time.time()
+        try:
+            wait_until(
+                lambda: any(
+                    e.pid == paused.pid and e.ran_at > carried_on
+                    for e in effects(postgres_url, tmp_path)
+                ),
+                timeout=20,
+                what="the paused worker to run occurrences again",
+            )
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; its log:\n{group.text_of(paused)[-6000:]}") from None
+        assert terminate(paused, within=20)[0] == 0, group.output()
     row = history(postgres_url)[(KEY, first.scheduled_for)]
     writes = _fenced(postgres_url, tmp_path, "wrote")
     stale = next(e for e in writes if e.pid == paused.pid)
