@@ -175,12 +175,6 @@ def test_bad_worker_options_are_configuration_errors(url: str) -> None:
     app.close()
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue 22, open: since the worker split, twelve transactional handlers held at once "
-    "reach only nine once another worker has run in the process (it passes alone); not yet "
-    "found",
-)
 def test_more_transactional_handlers_than_pooled_connections_do_not_starve_the_loop(
     postgres_url: str,
 ) -> None:

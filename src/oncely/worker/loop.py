@@ -101,7 +101,7 @@ class Worker:
             engine=lambda: self.engine,
             clock=self.clock,
             metrics=self.metrics,
-            finished=self._wake.set,
+            wake_loop=self._wake.set,
             stopping=lambda: self._stopping,
         )
         self._cycle = Cycle(

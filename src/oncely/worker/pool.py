@@ -101,7 +101,7 @@ class HandlerPool:
         engine: Callable[[], Engine],
         clock: Callable[[], datetime],
         metrics: Metrics,
-        finished: Callable[[], None],
+        wake_loop: Callable[[], None],
         stopping: Callable[[], bool],
     ) -> None:
         self.shared = shared
@@ -109,7 +109,7 @@ class HandlerPool:
         self._engine = engine
         self._clock = clock
         self._metrics = metrics
-        self._finished = finished
+        self._wake_loop = wake_loop
         self._stopping = stopping
 
     def stop(self) -> None:
@@ -232,6 +232,12 @@ class HandlerPool:
                         not shared.ready or self._keeping_up() > self._threads_wanted()
                     ):
                         shared.idle += 1
+                        if shared.ready:
+                            # Left waiting for a running handler to stall, these claims need
+                            # the loop awake at that stall to dispatch them; it may have gone
+                            # to sleep counting this thread as busy, and three of twelve
+                            # claims waited there for its whole sleep.
+                            self._wake_loop()
                         shared.work.wait()
                         shared.idle -= 1
                     if self._stopping():
@@ -269,7 +275,7 @@ class HandlerPool:
                         extra=claim_fields(held.claim),
                     )
                     return
-                self._finished()
+                self._wake_loop()
         except BaseException:
             log.exception("oncely: a handler thread failed; its claims are left to expire")
             raise
@@ -277,7 +283,7 @@ class HandlerPool:
             if counted:
                 with shared.lock:
                     shared.threads -= 1
-            self._finished()
+            self._wake_loop()
 
     def run_one(self, held: Held) -> Finished | None:
         """Run ``held``'s attempt; return what is left to book (None: nothing, or booked)."""
