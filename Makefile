@@ -45,18 +45,24 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/oncely lint $(LINT_PATHS)
 
-# tests/unit (the Hypothesis properties: CPU only, no database, no subprocess) runs beside the
-# rest, which mostly waits on PostgreSQL and worker processes: one after the other they took over
-# ten minutes on a 2-core machine. Its report is printed when both are done.
+# A second track runs beside the rest, which mostly waits on PostgreSQL and worker processes:
+# tests/unit (the Hypothesis properties: CPU only, no database, no subprocess), then the tests that
+# judge no time of their own (the engine model's fake clock, the public API fuzz). One after the
+# other they took twelve minutes on a 2-core machine. Its report is printed when both are done.
 UNIT_LOG := .pytest-unit.log
+BESIDE   := tests/engine/test_engine_model.py tests/faults/test_public_api_fuzz.py
 
 test: $(STAMP) lint
-	@HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(BIN)/pytest tests/unit -p no:cacheprovider \
-		$(PYTEST_ARGS) > $(UNIT_LOG) 2>&1 & unit=$$!; \
-	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(BIN)/pytest --ignore=tests/unit $(PYTEST_ARGS); \
-	rest=$$?; wait $$unit; units=$$?; \
-	echo "--- tests/unit (ran beside the rest) ---"; cat $(UNIT_LOG); \
-	[ $$rest -eq 0 ] && [ $$units -eq 0 ]
+	@( HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(BIN)/pytest tests/unit -p no:cacheprovider \
+		$(PYTEST_ARGS); units=$$?; \
+	  HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(BIN)/pytest $(BESIDE) -p no:cacheprovider \
+		$(PYTEST_ARGS); beside=$$?; [ $$units -eq 0 ] && [ $$beside -eq 0 ] ) \
+		> $(UNIT_LOG) 2>&1 & side=$$!; \
+	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(BIN)/pytest --ignore=tests/unit \
+		$(addprefix --ignore=,$(BESIDE)) $(PYTEST_ARGS); \
+	rest=$$?; wait $$side; sides=$$?; \
+	echo "--- tests/unit and $(BESIDE) (ran beside the rest) ---"; cat $(UNIT_LOG); \
+	[ $$rest -eq 0 ] && [ $$sides -eq 0 ]
 
 # The documentation tools are an extra of their own (pyproject's `docs`), never runtime deps.
 DOCS_STAMP := $(VENV)/.installed-docs

@@ -334,7 +334,8 @@ class App:
 
         The handlers run one after another, claimed in small batches: an occurrence claimed
         beside a slow handler waits for it, and if that outlasts its lease, another worker
-        takes it over. A service with slow jobs runs `run_worker` (handlers in parallel).
+        takes it over (an at_most_once one is never held waiting: it is claimed when its turn
+        comes). A service with slow jobs runs `run_worker` (handlers in parallel).
         """
         return self._the_engine().tick()
 

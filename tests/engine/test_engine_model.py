@@ -4,8 +4,11 @@ Two apps share one store and one clock, as two instances of a service would. The
 people and processes do: defer, move and cancel timers, save recurring schedules, pause, resume,
 trigger, backfill, prune history, advance the clock (and step it back), tick either app, fail a
 handler, run a handler for longer than its schedule's period, crash a worker that holds claims,
-and, on PostgreSQL, edit a timer while a worker's claim holds its rows. After every step the
-invariants below must hold; a failing example shrinks to a short story.
+and, on PostgreSQL, edit a timer while a worker's claim holds its rows. Two steps run the
+worker's own parts: a claim that waits for a handler slot (past its lease, or not) goes through
+the handler pool, and housekeeping sweeps after a deploy dropped a job whose claims a crash left
+running. After every step the invariants below must hold; a failing example shrinks to a short
+story.
 
 - No occurrence starts before its scheduled time.
 - At most one completed run per idempotency key (and so per (schedule, time)), across prunes.
@@ -18,6 +21,8 @@ invariants below must hold; a failing example shrinks to a short story.
 - A rule saved again unchanged keeps its series; `oncely preview` lists that series.
 - A finished timer deferred without a key is forgotten once its history is pruned.
 - No step raises: an edit racing a claim never meets a deadlock.
+- An at_most_once occurrence reads abandoned only if it started, or a crashed worker held it.
+- A sweep leaves nothing running of a job no app declares once its lease is long past.
 
 `make test` runs a few hundred examples per store; `make faults` (ONCELY_FAULTS=long) thousands.
 """
@@ -46,9 +51,13 @@ from psycopg import sql
 import oncely
 from _services import with_database
 from oncely.cli.preview import preview
-from oncely.engine import TickReport
+from oncely.engine import TickReport, worker_id
 from oncely.model import Claim
 from oncely.testing import Clock
+from oncely.worker import Worker
+from oncely.worker.housekeeping import ORPHANED_AFTER
+from oncely.worker.metrics import Metrics
+from oncely.worker.pool import HandlerPool, Held, Shared
 
 # Short in `make test`, long (ONCELY_FAULTS=long) in `make faults`, which selects this marker.
 pytestmark = pytest.mark.faults
@@ -71,6 +80,8 @@ GRACE = timedelta(minutes=15)  # the jobs' misfire grace, the default
 # Longer than the buffered job's period, shorter than two of them and than its lease.
 SLOW_RUN = timedelta(minutes=80)
 RULE = "FREQ=HOURLY;COUNT=3"
+# The at_most_once job's lease: short beside the others', so that a claim can wait past it.
+ONCE_LEASE = timedelta(minutes=10)
 
 
 @dataclass
@@ -114,6 +125,9 @@ class EngineModel(RuleBasedStateMachine):
         self.job_name = f"remind_{self.ns}"
         self.hourly_name = f"hourly_{self.ns}"
         self.buffered_name = f"buffered_{self.ns}"
+        self.once_name = f"once_{self.ns}"
+        # Declared only by the code an earlier deploy ran (see crash_in_a_job_since_dropped).
+        self.gone_name = f"gone_{self.ns}"
         self.apps = [self._app(0), self._app(1)]
         self.postgres = self.url.startswith("postgresql")
         self.timers: dict[tuple[str | None, str], Timer] = {}
@@ -130,6 +144,9 @@ class EngineModel(RuleBasedStateMachine):
         self.furthest = START
         self.rule_start: dict[str | None, datetime] = {}
         self.keyless: dict[str, datetime] = {}  # key -> when it was deferred
+        self.ones = 0
+        self.orphans: list[Claim] = []
+        self.swept_at: datetime | None = None
 
     def _app(self, index: int) -> oncely.App:
         app = oncely.App(self.url, clock=self.clock)
@@ -164,6 +181,7 @@ class EngineModel(RuleBasedStateMachine):
 
         lease = SLOW_RUN + LEASE  # no run of it outlasts its lease: there is no heartbeat here
         app.job(name=self.buffered_name, overlap="buffer_one", lease=lease)(buffered)
+        app.job(name=self.once_name, delivery="at_most_once", lease=ONCE_LEASE)(handler)
         return app
 
     def teardown(self) -> None:
@@ -412,6 +430,68 @@ class EngineModel(RuleBasedStateMachine):
         engine.prepare(TickReport(), ahead_to=ahead)
         app.store.release(engine.claim(8, due_by=ahead), self.clock())
 
+    @rule(which=st.integers(0, 1), past_the_lease=st.booleans())
+    def wait_for_a_handler_slot(self, which: int, past_the_lease: bool) -> None:
+        """A worker claims an at_most_once one-off, which waits for a handler slot (past its
+        lease, when every slot is busy that long), then reaches the worker's handler pool."""
+        self.furthest = max(self.furthest, self.clock())
+        self.ones += 1
+        self.apps[which].defer(self.once_name, at=self.clock(), key=f"once{self.ones}:{self.ns}")
+        engine = self.apps[which]._the_engine()
+        engine.prepare(TickReport())
+        claims = engine.store.claim_due(
+            owner=worker_id(),
+            lease=ONCE_LEASE,
+            limit=4,
+            now=self.clock(),
+            jobs=[self.once_name],
+            reclaim=[],
+            serial=[self.once_name],
+            skip=[self.once_name],
+        )
+        if past_the_lease:
+            self.clock.advance(ONCE_LEASE + timedelta(minutes=1))
+        pool = HandlerPool(
+            Shared(),
+            concurrency=1,
+            engine=lambda: engine,
+            clock=self.clock,
+            metrics=Metrics(),
+            wake_loop=lambda: None,
+            stopping=lambda: False,
+        )
+        for claim in claims:
+            finished = pool.run_one(Held(claim, engine.jobs[claim.job]))
+            if finished is not None:
+                engine.executor.book([finished])
+
+    @rule(which=st.integers(0, 1), limit=st.integers(1, 2))
+    def crash_in_a_job_since_dropped(self, which: int, limit: int) -> None:
+        """A worker of the code deployed before claims one-offs of a job, and dies; the code
+        deployed now no longer declares that job."""
+        self.furthest = max(self.furthest, self.clock())
+        earlier = oncely.App(self.url, clock=self.clock)
+        earlier.job(name=self.gone_name, lease=ONCE_LEASE)(lambda run: None)
+        try:
+            self.ones += 1
+            earlier.defer(self.gone_name, at=self.clock(), key=f"gone{self.ones}:{self.ns}")
+            engine = earlier._the_engine()
+            engine.prepare(TickReport())
+            self.orphans += engine.claim(limit)
+        finally:
+            earlier.close()
+
+    @rule(which=st.integers(0, 1))
+    def sweep(self, which: int) -> None:
+        """The worker's housekeeping sweeps (whichever worker takes its lock)."""
+        self.furthest = max(self.furthest, self.clock())
+        app = self.apps[which]
+        # The fleet's housekeeping lock counts on the database's clock on PostgreSQL: kept its
+        # usual five minutes, it refused every later sweep of an example (this clock is fake).
+        worker = Worker(app, sweep_every=timedelta(milliseconds=1))
+        worker.housekeeping.maybe_sweep(app._the_engine(), self.clock())
+        self.swept_at = self.clock()
+
     @rule(retention=st.sampled_from(RETENTIONS), later=st.sampled_from(LATER))
     def prune(self, retention: timedelta, later: timedelta) -> None:
         """Some time on, housekeeping deletes the finished history older than ``retention``
@@ -466,6 +546,29 @@ class EngineModel(RuleBasedStateMachine):
             if key == f"rule:{self.ns}":
                 series = [self.rule_start[tenant] + timedelta(hours=n) for n in range(3)]
                 assert scheduled_for in series, (tenant, scheduled_for, series)
+
+    @invariant()
+    def nothing_abandoned_that_never_started(self) -> None:
+        for occurrence in self.apps[0].history(status="abandoned", limit=100):
+            named = (occurrence.tenant, occurrence.key)
+            crashed = self._claimed(named, occurrence.scheduled_for)
+            assert crashed or self._ran(named, occurrence.scheduled_for), (
+                occurrence,
+                "abandoned, yet it never started and no crashed worker held it",
+            )
+
+    @invariant()
+    def a_sweep_leaves_no_orphan_running(self) -> None:
+        if self.swept_at is None:
+            return
+        for claim in self.orphans:
+            for occurrence in self.apps[0].history(key=claim.key, status="running", limit=10):
+                # A later crash may have reclaimed it: its own lease counts.
+                lease = occurrence.lease_expires_at
+                assert lease is None or lease + ORPHANED_AFTER > self.swept_at, (
+                    occurrence,
+                    "left running after a sweep, its job declared by no app",
+                )
 
     @invariant()
     def a_tenant_view_sees_only_its_tenant(self) -> None:

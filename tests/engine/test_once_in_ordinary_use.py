@@ -156,6 +156,38 @@ def test_a_success_waiting_to_be_booked_outlives_no_lease_behind_a_long_handler(
     assert [o.status for o in app.history(key="remind:42")] == ["succeeded"]
 
 
+def test_an_at_most_once_one_off_claimed_beside_a_long_handler_is_not_abandoned_unrun(
+    make_app: MakeApp, clock: Clock
+) -> None:
+    """Found by the engine model: a tick claimed an at_most_once one-off with a job that ran
+    80 minutes; the one-off waited past its 10-minute lease, and the other app's tick
+    abandoned it ("the worker was lost during the call") though it had never started."""
+    app, other = make_app(), make_app()
+    ran: list[str] = []
+    for each in (app, other):
+
+        @each.job(delivery="at_most_once", lease=timedelta(minutes=10))
+        def notify(run: oncely.Run) -> None:
+            ran.append(run.key)
+
+        @each.job(lease=timedelta(hours=3))
+        def report(run: oncely.Run) -> None:
+            ran.append(run.key)
+            for _ in range(8):  # 80 minutes, the other worker ticking meanwhile
+                clock.advance(minutes=10)
+                other.tick()
+
+    clock.set(MONDAY - timedelta(minutes=5))
+    app.tick()  # nothing due: the next claim takes the longer lease's group first
+    app.defer("report", at=MONDAY, key="report")
+    app.defer("notify", at=MONDAY, key="notify:7")
+    clock.set(MONDAY)
+    app.tick()
+    app.tick()
+    assert [o.status for o in app.history(key="notify:7")] == ["succeeded"]
+    assert sorted(ran) == ["notify:7", "report"]
+
+
 def test_a_claim_taken_ahead_and_given_back_never_runs_early(
     make_app: MakeApp, clock: Clock
 ) -> None:

@@ -236,7 +236,7 @@ class Engine:
 
     def _run(self, report: TickReport) -> None:
         while True:
-            claims = self.claim(self._batch)
+            claims = self._hold_no_at_most_once_waiting(self.claim(self._batch))
             if not claims:
                 return
             started = time.monotonic()
@@ -259,6 +259,18 @@ class Engine:
                     report.count(result)
             self._book(pending, report)
             self._batch = _next_batch(self._batch, len(claims), time.monotonic() - started)
+
+    def _hold_no_at_most_once_waiting(self, claims: list[Claim]) -> list[Claim]:
+        """``claims`` without the at_most_once ones that would wait for another handler; those
+        are given back at once, for the next batch or another worker.
+
+        Waiting behind a handler that outlasted their lease, they were abandoned by another
+        worker's tick though they never ran: an at_most_once attempt is never made again.
+        """
+        waiting = [c for c in claims[1:] if self.jobs[c.job].delivery == "at_most_once"]
+        if waiting:
+            self.store.release(waiting, self.clock())
+        return [c for c in claims if c not in waiting]
 
     def _book(self, pending: list[Finished], report: TickReport) -> None:
         for _, outcome in self.executor.book(pending):
