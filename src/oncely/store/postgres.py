@@ -431,6 +431,7 @@ class PostgresStore(Store):
                     {
                         "tenants": [tenant_column(item.tenant) for item in batch],
                         "keys": [item.key for item in batch],
+                        "expected": [item.expected_next_run_at for item in batch],
                     },
                 )
             }

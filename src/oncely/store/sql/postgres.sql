@@ -216,9 +216,14 @@ COMMIT;
 -- name: lock_schedules_to_materialise
 -- The schedules of a materialise batch this transaction gets to itself. One another worker is
 -- materialising right now is skipped, not waited for: it will have moved the next run on, and
--- waiting only to find that out held two workers in lock step.
+-- waiting only to find that out held two workers in lock step. One whose next run another
+-- worker moved on meanwhile is not locked either: held only to find that out, its lock made
+-- every claimer of that moment skip the occurrence just written (SKIP LOCKED in lock_schedules),
+-- and four instances each ticking once left an hourly occurrence unrun.
 SELECT tenant, key FROM oncely_schedules
-WHERE (tenant, key) IN (SELECT * FROM unnest(%(tenants)s::text[], %(keys)s::text[]))
+WHERE (tenant, key, next_run_at) IN (
+    SELECT * FROM unnest(%(tenants)s::text[], %(keys)s::text[], %(expected)s::timestamptz[])
+)
 FOR UPDATE SKIP LOCKED;
 
 -- name: due_schedules
