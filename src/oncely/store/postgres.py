@@ -993,7 +993,7 @@ class PostgresStore(Store):
             if found:
                 connection.cursor().executemany(
                     self._sql["fail_orphan"],
-                    [housekeeping.orphan_params(row, now) for row in found],
+                    [housekeeping.orphan_params(row, now, lost_before) for row in found],
                 )
         return [records.abandoned(row) for row in found]
 

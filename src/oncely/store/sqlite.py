@@ -966,7 +966,8 @@ class SqliteStore(Store):
                 values
                 for values in found
                 if connection.execute(
-                    self._sql["fail_orphan"], _bind(housekeeping.orphan_params(values, now))
+                    self._sql["fail_orphan"],
+                    _bind(housekeeping.orphan_params(values, now, lost_before)),
                 ).rowcount
             ]
         return [records.abandoned(values) for values in failed]

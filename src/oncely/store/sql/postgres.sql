@@ -656,11 +656,13 @@ ORDER BY o.lease_expires_at
 FOR UPDATE OF o SKIP LOCKED;
 
 -- name: fail_orphan
--- Conditional on what was read: still running with the same fence.
+-- Conditional on what was read: still running with the same fence, lease still expired before
+-- lost_before. A worker slow but alive may have extended the lease since it was read.
 UPDATE oncely_occurrences
 SET status = 'failed', finished_at = %(now)s, lease_owner = NULL, lease_expires_at = NULL,
     error = %(error)s
-WHERE id = %(id)s AND status = 'running' AND fence = %(fence)s;
+WHERE id = %(id)s AND status = 'running' AND fence = %(fence)s
+  AND lease_expires_at <= %(lost_before)s;
 
 -- name: insert_action
 INSERT INTO oncely_actions (at, tenant, key, action, actor, reason, detail)

@@ -601,11 +601,13 @@ WHERE o.status = 'running' AND o.lease_expires_at <= :lost_before AND s.job NOT 
 ORDER BY o.lease_expires_at;
 
 -- name: fail_orphan
--- Conditional on what was read: still running with the same fence.
+-- Conditional on what was read: still running with the same fence, lease still expired before
+-- lost_before. A worker slow but alive may have extended the lease since it was read.
 UPDATE oncely_occurrences
 SET status = 'failed', finished_at = :now, lease_owner = NULL, lease_expires_at = NULL,
     error = :error
-WHERE id = :id AND status = 'running' AND fence = :fence;
+WHERE id = :id AND status = 'running' AND fence = :fence
+  AND lease_expires_at <= :lost_before;
 
 -- name: insert_action
 INSERT INTO oncely_actions (at, tenant, key, action, actor, reason, detail)
