@@ -7,47 +7,20 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from oncely.errors import (
-    ConfigurationError,
-    OncelyError,
-    StoreError,
-    StoreUnavailable,
-    TransactionTooLong,
-)
-from oncely.model import (
-    Abandoned,
-    Action,
-    Claim,
-    CodeVersion,
-    Failure,
-    Lease,
-    Materialisation,
-    Occurrence,
-    OccurrenceStatus,
-    Planned,
-    Reclaimed,
-    Saving,
-    Schedule,
-    ScheduleStatus,
-    Sweep,
-)
-from oncely.recurrence import At
+from oncely.errors import ConfigurationError, StoreError, StoreUnavailable, TransactionTooLong
+from oncely.model import Claim, Lease, Materialisation, Saving, Schedule
 from oncely.store import claiming, housekeeping, payloads, records
-from oncely.store.interface import Store, Watch
+from oncely.store.base import Item, SqlStore
+from oncely.store.dialect import Row
+from oncely.store.interface import Watch
 from oncely.store.queries import migrations, queries
-from oncely.store.records import (
-    SAVE_CHUNK,
-    known,
-    occurrence_params,
-    tenant_column,
-    unknown_schedule,
-)
+from oncely.store.records import SAVE_CHUNK, occurrence_params, tenant_column
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _BUSY_TIMEOUT_S = 30.0
@@ -77,9 +50,12 @@ _TIME_COLUMNS = frozenset(
     {
         "next_run_at", "created_at", "updated_at", "scheduled_for", "started_at", "finished_at",
         "run_after", "lease_expires_at", "expires_at", "first_seen_at", "last_seen_at",
-        "applied_at", "previous_finished_at", "at", "horizon",
+        "applied_at", "previous_finished_at", "at", "horizon", "before", "due",
     }
 )  # fmt: skip
+
+
+_JSON_COLUMNS = frozenset({"payload", "trigger_spec"})
 
 
 def _bind(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -88,11 +64,15 @@ def _bind(params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _values(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
-    """A result row by column name, with time columns back as aware UTC datetimes."""
+    """A result row by column name, with time columns back as aware UTC datetimes and JSON
+    columns decoded (a stored value that does not decode becomes `Unreadable`)."""
     values = dict(zip((column[0] for column in cursor.description), row, strict=True))
     for name in _TIME_COLUMNS.intersection(values):
         if values[name] is not None:
             values[name] = from_micros(values[name])
+    for name in _JSON_COLUMNS.intersection(values):
+        if isinstance(values[name], str):
+            values[name] = payloads.decode(values[name])
     return values
 
 
@@ -164,7 +144,7 @@ class _Cut:
             self.connection.close()
 
 
-class SqliteStore(Store):
+class SqliteStore(SqlStore):
     """A store in one SQLite file; any number of processes on one machine may share it.
 
     Each thread keeps one connection for the store's life; writers are lined up by SQLite's
@@ -322,121 +302,46 @@ class SqliteStore(Store):
         if not batch:
             return []
         params = records.batch_params(batch, now)
+        items = [(n, item, params[n]) for n, item in enumerate(batch)]
         saved: list[Schedule] = []
         with self._write(within) as connection:
             for start in range(0, len(batch), SAVE_CHUNK):
-                chunk = slice(start, start + SAVE_CHUNK)
-                saved += self._save_chunk(connection, batch[chunk], params[chunk], start, now)
+                saved += self._save_chunk(connection, items[start : start + SAVE_CHUNK], now)
         return saved
 
     def _save_chunk(
-        self,
-        connection: sqlite3.Connection,
-        batch: Sequence[Saving],
-        params: list[dict[str, Any]],
-        first: int,
-        now: datetime,
+        self, connection: sqlite3.Connection, chunk: Sequence[Item], now: datetime
     ) -> list[Schedule]:
-        """Save one chunk of a batch whose first item is item ``first``."""
-        pairs = [[p["tenant"], p["key"]] for item, p in zip(batch, params, strict=True)
-                 if not item.keyless]  # fmt: skip
-        existing: dict[tuple[str, str], dict[str, Any]] = {}
+        """Save one chunk of a batch, (index in the batch, item, params) each."""
+        pairs = [[p["tenant"], p["key"]] for _, item, p in chunk if not item.keyless]
+        existing: dict[tuple[str, str], Row] = {}
         horizon: datetime | None = None
         if pairs:
-            cursor = connection.execute(self._sql["lock_schedules_to_save"], [json.dumps(pairs)])
-            for row in cursor.fetchall():
-                found = _values(cursor, row)
+            for found in self._rows(
+                connection, "lock_schedules_to_save", {"pairs": json.dumps(pairs)}
+            ):
                 existing[found["tenant"], found["key"]] = found
                 horizon = found["horizon"]
-        rows, occurrences, replaced_ids = [], [], []
-        for offset, (item, item_params) in enumerate(zip(batch, params, strict=True)):
-            stored = existing.get((item_params["tenant"], item_params["key"]))
-            try:
-                decided, replaced = records.save_params(stored, item_params)
-                if item.guard_horizon and isinstance(item.trigger, At):
-                    records.refuse_before_horizon(stored, decided, item.trigger.when, horizon)
-            except OncelyError as exc:
-                exc.item = first + offset
-                raise
-            if replaced:
-                assert stored is not None
-                replaced_ids.append(stored["id"])
-            if item.occurrences and (stored is None or replaced):
-                occurrences += [
-                    records.saved_occurrence(decided, p, to_micros) for p in item.occurrences
-                ]
-            rows.append({**_bind(decided), "keyless": int(decided["keyless"])})
+        rows, occurrences, replaced_ids = self._decide(chunk, existing, horizon)
         if replaced_ids:
             supersede = {"ids": json.dumps(replaced_ids), "reason": records.SUPERSEDED}
-            connection.execute(self._sql["supersede_pending"], supersede)
+            self._changed(connection, "supersede_pending", supersede)
         stamp = to_micros(now)
-        cursor = connection.execute(
-            self._sql["upsert_schedules"], {"rows": json.dumps(rows), "now": stamp}
+        upserted = self._rows(
+            connection,
+            "upsert_schedules",
+            {
+                "rows": json.dumps([{**_bind(r), "keyless": int(r["keyless"])} for r in rows]),
+                "now": stamp,
+            },
         )
-        values = {}
-        for row in cursor.fetchall():
-            found = _values(cursor, row)
-            values[found["tenant"], found["key"]] = found
+        values = {(found["tenant"], found["key"]): found for found in upserted}
         if occurrences:
-            connection.execute(
-                self._sql["insert_saved_occurrences"],
-                {"rows": json.dumps(occurrences), "now": stamp},
+            planned = [records.saved_occurrence(s, p, to_micros) for s, p in occurrences]
+            self._changed(
+                connection, "insert_saved_occurrences", {"rows": json.dumps(planned), "now": stamp}
             )
-        return [
-            records.saved(values[p["tenant"], p["key"]], item)
-            for item, p in zip(batch, params, strict=True)
-        ]
-
-    def get_schedule(self, tenant: str | None, key: str, *, within: Any = None) -> Schedule:
-        params = {"tenant": tenant_column(tenant), "key": key}
-        if within is not None:
-            with self._write(within) as connection:
-                return known(self._one(connection, "select_schedule", params), tenant, key)
-        with self._connect() as connection:
-            found = self._one(connection, "select_schedule", params)
-        return known(found, tenant, key)
-
-    def list_schedules(
-        self,
-        tenant: str | None,
-        *,
-        all_tenants: bool = False,
-        job: str | None = None,
-        status: ScheduleStatus | None = None,
-        prefix: str | None = None,
-        after: tuple[str | None, str] | None = None,
-        limit: int | None = None,
-    ) -> list[Schedule]:
-        params = records.listing_params(tenant, all_tenants, job, status, prefix, after, limit)
-        params["limit"] = -1 if limit is None else limit  # SQLite's "no limit"
-        with self._connect() as connection:
-            cursor = connection.execute(self._sql["select_schedules"], params)
-            return [_schedule(cursor, row) for row in cursor.fetchall()]
-
-    def code_schedule_keys(self) -> list[str]:
-        with self._connect() as connection:
-            rows = connection.execute(
-                self._sql["code_schedule_keys"], {"tenant": tenant_column(None)}
-            ).fetchall()
-        return [row[0] for row in rows]
-
-    def set_paused(
-        self, tenant: str | None, key: str, paused: bool, now: datetime, *, within: Any = None
-    ) -> Schedule:
-        params = {"tenant": tenant_column(tenant), "key": key, "paused": int(paused), "now": now}
-        with self._write(within) as connection:
-            found = self._one(connection, "set_paused", params)
-        return known(found, tenant, key)
-
-    def remove_schedule(
-        self, tenant: str | None, key: str, now: datetime, *, within: Any = None
-    ) -> Schedule:
-        params = {"tenant": tenant_column(tenant), "key": key, "now": now}
-        with self._write(within) as connection:
-            waiting = {**params, "reason": records.REMOVED}
-            connection.execute(self._sql["skip_waiting"], _bind(waiting))
-            found = self._one(connection, "remove_schedule", params)
-        return known(found, tenant, key)
+        return [records.saved(values[p["tenant"], p["key"]], item) for _, item, p in chunk]
 
     def materialise_many(self, batch: Sequence[Materialisation], now: datetime) -> int:
         if not batch:
@@ -455,58 +360,23 @@ class SqliteStore(Store):
             "next_run_at": item.next_run_at,
             "now": now,
         }
-        row = connection.execute(self._sql["advance_schedule"], _bind(advance)).fetchone()
+        row = self._row(connection, "advance_schedule", advance)
         if row is None or not item.planned:
             return 0
-        schedule_id = row[0]
+        schedule_id = row["id"]
         planned = item.planned
         if item.stale_before is not None:
             stale = {"schedule_id": schedule_id, "before": item.stale_before,
                      "reason": item.stale_reason, "now": now}  # fmt: skip
-            connection.execute(self._sql["supersede_stale"], _bind(stale))
+            self._changed(connection, "supersede_stale", stale)
         if item.overlap != "allow":
-            waiting, running = connection.execute(
-                self._sql["in_progress"], {"schedule_id": schedule_id}
-            ).fetchone()
-            planned = claiming.with_overlap(planned, item.overlap, waiting, running, now)
-        rows = [_bind(occurrence_params(schedule_id, stored_tenant, p, now)) for p in planned]
-        return connection.executemany(self._sql["insert_occurrence"], rows).rowcount
-
-    def add_occurrences(
-        self,
-        tenant: str | None,
-        key: str,
-        planned: Sequence[Planned],
-        *,
-        now: datetime,
-        rearm_skipped: bool = False,
-        within: Any = None,
-    ) -> int:
-        stored_tenant = tenant_column(tenant)
-        with self._write(within) as connection:
-            found = connection.execute(
-                self._sql["schedule_id"], {"tenant": stored_tenant, "key": key}
-            ).fetchone()
-            if found is None:
-                raise unknown_schedule(tenant, key)
-            schedule_id = found[0]
-            rows = [_bind(occurrence_params(schedule_id, stored_tenant, p, now)) for p in planned]
-            if not rows:
-                return 0
-            added = connection.executemany(self._sql["insert_occurrence"], rows).rowcount
-            if rearm_skipped:
-                rearm = [
-                    _bind({"schedule_id": schedule_id, "scheduled_for": p.instance.at, "now": now})
-                    for p in planned
-                ]
-                added += connection.executemany(self._sql["rearm_skipped"], rearm).rowcount
-        return max(added, 0)
-
-    def due_schedules(self, now: datetime, jobs: Collection[str], limit: int) -> list[Schedule]:
-        params = {"now": to_micros(now), "jobs": json.dumps(sorted(jobs)), "limit": limit}
-        with self._connect() as connection:
-            cursor = connection.execute(self._sql["due_schedules"], params)
-            return [_schedule(cursor, row) for row in cursor.fetchall()]
+            counts = self._row(connection, "in_progress", {"schedule_id": schedule_id})
+            assert counts is not None
+            planned = claiming.with_overlap(
+                planned, item.overlap, counts["waiting"], counts["running"], now
+            )
+        rows = [occurrence_params(schedule_id, stored_tenant, p, now) for p in planned]
+        return self._changed_each(connection, "insert_occurrence", rows)
 
     def mark_invalid(
         self, schedules: Sequence[tuple[str | None, str, str]], now: datetime
@@ -520,15 +390,13 @@ class SqliteStore(Store):
                 found = self._row(connection, "lock_schedule", params)
                 if found is None or found["status"] != "active":
                     continue
-                connection.execute(
-                    self._sql["mark_invalid"],
-                    _bind({"schedule_id": found["id"], "reason": reason, "now": now}),
-                )
+                change = {"schedule_id": found["id"], "reason": reason, "now": now}
+                self._changed(connection, "mark_invalid", change)
                 if found["next_run_at"] is not None:
                     invalid = claiming.invalid_occurrence_params(
                         found["id"], params["tenant"], found["next_run_at"], reason, now
                     )
-                    connection.execute(self._sql["insert_occurrence"], _bind(invalid))
+                    self._changed(connection, "insert_occurrence", invalid)
                 stopped.append((tenant, key))
         return stopped
 
@@ -550,7 +418,7 @@ class SqliteStore(Store):
         due = now if due_by is None else max(due_by, now)
         serial_jobs = set(jobs) & set(serial)
         with self._write() as connection:
-            admitted = self._admit_serial(connection, now, due, limit, reclaim, serial_jobs, skip)
+            admitted = self._admit(connection, now, due, limit, reclaim, serial_jobs, skip)
             if len(admitted) < limit:
                 free = set(jobs) - serial_jobs
                 admitted += self._candidates(
@@ -558,180 +426,24 @@ class SqliteStore(Store):
                 )
             if not admitted:
                 return []
-            (last,) = connection.execute(
-                self._sql["take_fences"], {"count": len(admitted)}
-            ).fetchone()
-            first = last - len(admitted) + 1
-            until, at = to_micros(now + lease), to_micros(now)
-            connection.executemany(
-                self._sql["start_attempts"],
-                [
-                    {"id": c.occurrence_id, "fence": first + n, "owner": owner, "until": until,
-                     "now": at}
-                    for n, c in enumerate(admitted)
-                ],
-            )  # fmt: skip
+            taken = self._row(connection, "take_fences", {"count": len(admitted)})
+            assert taken is not None
+            first = taken["fence"] - len(admitted) + 1
+            starts = [
+                {"id": c.occurrence_id, "fence": first + n, "owner": owner, "until": now + lease,
+                 "now": now}
+                for n, c in enumerate(admitted)
+            ]  # fmt: skip
+            self._changed_each(connection, "start_attempts", starts)
             ids = json.dumps([c.occurrence_id for c in admitted])
             reclaimed = {c.occurrence_id for c in admitted if c.reclaimed}
-            cursor = connection.execute(self._sql["select_claimed"], {"ids": ids})
-            return [
-                claiming.claim(_claimed_values(cursor, row), reclaimed) for row in cursor.fetchall()
-            ]
+            rows = self._rows(connection, "select_claimed", {"ids": ids})
+        return [claiming.claim(row, reclaimed) for row in rows]
 
-    def _admit_serial(
-        self,
-        connection: sqlite3.Connection,
-        now: datetime,
-        due: datetime,
-        limit: int,
-        reclaim: Collection[str],
-        serial_jobs: Collection[str],
-        skip: Collection[str],
+    def _held(
+        self, connection: Any, candidates: list[claiming.Candidate], schedule_ids: list[int]
     ) -> list[claiming.Candidate]:
-        """Expired leases to rerun and occurrences of serial jobs to start
-        (`claiming.admit_in_rounds`); the caller holds the write lock, so nothing is locked."""
-
-        def read(seen: Sequence[int], first: bool) -> tuple[list[claiming.Candidate], bool]:
-            ready = self._candidates(
-                connection, "claim_ready", serial_jobs, now, due, limit, False, seen
-            )
-            expired = []
-            if first:
-                expired = self._candidates(
-                    connection, "claim_expired", reclaim, now, now, limit, True
-                )
-            return [*expired, *ready], len(ready) < limit
-
-        def settle(
-            candidates: list[claiming.Candidate], fresh: list[int]
-        ) -> tuple[list[claiming.Candidate], set[int]]:
-            busy: set[int] = set()
-            if any(c.job in serial_jobs for c in candidates):
-                busy = {
-                    row[0]
-                    for row in connection.execute(
-                        self._sql["busy_schedules"],
-                        {"ids": json.dumps(fresh), "now": to_micros(now)},
-                    )
-                }
-            overlapped = claiming.overlapped(candidates, skip, busy, now)
-            if overlapped:
-                connection.execute(
-                    self._sql["skip_overlapped"],
-                    {
-                        "ids": json.dumps([c.occurrence_id for c in overlapped]),
-                        "reason": claiming.OVERLAP_SKIP_REASON,
-                        "now": to_micros(now),
-                    },
-                )
-            return candidates, busy
-
-        return claiming.admit_in_rounds(limit, serial_jobs, read, settle)
-
-    def _candidates(
-        self,
-        connection: sqlite3.Connection,
-        name: str,
-        jobs: Collection[str],
-        now: datetime,
-        due: datetime,
-        limit: int,
-        reclaimed: bool,
-        exclude: Sequence[int] = (),
-    ) -> list[claiming.Candidate]:
-        if not jobs:
-            return []
-        params = {
-            "now": to_micros(now),
-            "due_by": to_micros(due),
-            "jobs": json.dumps(sorted(jobs)),
-            "limit": limit,
-            "exclude": json.dumps(list(exclude)),
-        }
-        return [_candidate(row, reclaimed) for row in connection.execute(self._sql[name], params)]
-
-    def abandon_expired(
-        self, *, now: datetime, jobs: Collection[str], reason: str
-    ) -> list[Abandoned]:
-        if not jobs:
-            return []
-        params = {"now": to_micros(now), "jobs": json.dumps(sorted(jobs))}
-        with self._connect() as connection:
-            cursor = connection.execute(self._sql["expired_of_jobs"], params)
-            found = [_values(cursor, row) for row in cursor.fetchall()]
-        if not found:
-            return []  # the usual case: no write lock taken on every tick for nothing
-        abandoned = []
-        with self._write() as connection:
-            for values in found:
-                # Conditional on what was read: read outside the write lock, the row may since
-                # have been abandoned by another process, or its lease extended by its worker.
-                change = _bind(
-                    {"id": values["id"], "fence": values["fence"], "now": now, "reason": reason}
-                )
-                if connection.execute(self._sql["abandon"], change).rowcount:
-                    abandoned.append(records.abandoned(values))
-        return abandoned
-
-    def extend_leases(self, leases: Sequence[tuple[Claim, datetime]]) -> set[int]:
-        if not leases:
-            return set()
-        triples = [[c.occurrence_id, c.fence, to_micros(until)] for c, until in leases]
-        params = {"leases": json.dumps(triples)}
-        with self._write() as connection:
-            return {row[0] for row in connection.execute(self._sql["extend_leases"], params)}
-
-    def book_success(
-        self, claims: Sequence[Claim], now: datetime, *, within: Any = None
-    ) -> list[Claim]:
-        if not claims:
-            return []
-        if within is not None:
-            return self._book_success(within, claims, now)
-        with self._write() as connection:
-            return self._book_success(connection, claims, now)
-
-    def _book_success(
-        self, connection: sqlite3.Connection, claims: Sequence[Claim], now: datetime
-    ) -> list[Claim]:
-        pairs = json.dumps([[c.occurrence_id, c.fence] for c in claims])
-        params = {"claims": pairs, "now": to_micros(now)}
-        booked_ids = {row[0] for row in connection.execute(self._sql["book_success"], params)}
-        booked = [c for c in claims if c.occurrence_id in booked_ids]
-        streaks = sorted({c.schedule_id for c in booked if c.failure_streak})
-        if streaks:
-            connection.execute(self._sql["reset_failures"], {"ids": json.dumps(streaks)})
-        return booked
-
-    def book_skipped(self, claim: Claim, now: datetime, reason: str) -> bool:
-        params = {"id": claim.occurrence_id, "fence": claim.fence, "now": now, "reason": reason}
-        with self._write() as connection:
-            return (
-                connection.execute(self._sql["book_skipped"], _bind(params)).fetchone() is not None
-            )
-
-    def book_failure(
-        self,
-        claim: Claim,
-        now: datetime,
-        *,
-        error: str,
-        retry_at: datetime | None,
-        pause_after: int | None,
-    ) -> Failure:
-        params = {"id": claim.occurrence_id, "fence": claim.fence, "now": now, "error": error}
-        with self._write() as connection:
-            if retry_at is not None:
-                row = connection.execute(
-                    self._sql["book_retry"], _bind({**params, "retry_at": retry_at})
-                ).fetchone()
-                return Failure(booked=row is not None, final=False)
-            row = connection.execute(self._sql["book_failed"], _bind(params)).fetchone()
-            if row is None:
-                return Failure(booked=False, final=True)
-            count = {"schedule_id": row[0], "pause_after": pause_after, "now": to_micros(now)}
-            failures, paused = connection.execute(self._sql["count_failure"], count).fetchone()
-        return Failure(booked=True, final=True, consecutive_failures=failures, paused=bool(paused))
+        return candidates  # the claim holds the one write lock
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -775,220 +487,17 @@ class SqliteStore(Store):
             "on SQLite short, or run them on PostgreSQL"
         )
 
-    def next_due_at(
-        self, jobs: Collection[str] | None = None, *, after: datetime | None = None
-    ) -> datetime | None:
-        params = {
-            "jobs": None if jobs is None else json.dumps(sorted(jobs)),
-            "after": None if after is None else to_micros(after),
-        }
-        with self._connect() as connection:
-            schedule = connection.execute(self._sql["next_schedule_due"], params).fetchone()[0]
-            found = connection.execute(self._sql["next_occurrence_due"], params).fetchone()
-            occurrence = None if found is None else found[0]
-        due = [from_micros(v) for v in (schedule, occurrence) if v is not None]
-        return min(due, default=None)
-
-    def history(
-        self,
-        tenant: str | None,
-        *,
-        key: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        status: OccurrenceStatus | None = None,
-        limit: int = 100,
-        all_tenants: bool = False,
-    ) -> list[Occurrence]:
-        params = {
-            "tenant": tenant_column(tenant),
-            "all_tenants": int(all_tenants),
-            "key": key,
-            "since": since,
-            "until": until,
-            "status": status,
-            "limit": limit,
-        }
-        with self._connect() as connection:
-            cursor = connection.execute(self._sql["select_history"], _bind(params))
-            return [records.occurrence(_values(cursor, row)) for row in cursor.fetchall()]
-
-    def _row(
-        self, connection: sqlite3.Connection, name: str, params: Mapping[str, Any]
-    ) -> dict[str, Any] | None:
-        cursor = connection.execute(self._sql[name], _bind(params))
-        row = cursor.fetchone()
-        return None if row is None else _values(cursor, row)
-
-    def _one(
-        self, connection: sqlite3.Connection, name: str, params: Mapping[str, Any]
-    ) -> Schedule | None:
-        cursor = connection.execute(self._sql[name], _bind(params))
-        row = cursor.fetchone()
-        return None if row is None else _schedule(cursor, row)
-
     def acquire_lease(self, name: str, owner: str, ttl: timedelta, now: datetime) -> Lease | None:
         with self._write() as connection:
-            (token,) = connection.execute(self._sql["take_lease_token"]).fetchone()
-            params = {"name": name, "owner": owner, "until": now + ttl, "now": now, "token": token}
+            taken = self._row(connection, "take_lease_token", {})
+            assert taken is not None
+            params = {"name": name, "owner": owner, "until": now + ttl, "now": now,
+                      "token": taken["token"]}  # fmt: skip
             found = self._row(connection, "acquire_lease", params)
         return None if found is None else housekeeping.lease(found)
 
-    def renew_lease(self, lease: Lease, until: datetime) -> Lease | None:
-        params = {**housekeeping.lease_params(lease), "until": until}
-        with self._write() as connection:
-            found = self._row(connection, "renew_lease", params)
-        return None if found is None else housekeeping.lease(found)
-
-    def release_lease(self, lease: Lease) -> bool:
-        params = _bind(housekeeping.lease_params(lease))
-        with self._write() as connection:
-            return connection.execute(self._sql["release_lease"], params).fetchone() is not None
-
-    def lease_holder(self, name: str, now: datetime) -> Lease | None:
-        with self._connect() as connection:
-            found = self._row(connection, "lease_holder", {"name": name, "now": now})
-        return None if found is None else housekeeping.lease(found)
-
-    def see_code_version(
-        self, fingerprint: str, now: datetime
-    ) -> tuple[CodeVersion, CodeVersion | None]:
-        params = {"fingerprint": fingerprint, "now": now}
-        with self._write() as connection:
-            mine = self._row(connection, "see_code_version", params)
-            applied = self._row(connection, "applied_code_version", {})
-        assert mine is not None
-        return CodeVersion(**mine), None if applied is None else CodeVersion(**applied)
-
-    def mark_code_applied(self, fingerprint: str, now: datetime) -> None:
-        with self._write() as connection:
-            self._row(connection, "mark_code_applied", {"fingerprint": fingerprint, "now": now})
-
     def database_now(self) -> datetime | None:
         return None
-
-    def record_sweep(self, sweep: Sweep) -> None:
-        with self._write() as connection:
-            connection.execute(self._sql["insert_sweep"], _bind(housekeeping.sweep_params(sweep)))
-
-    def running(self, limit: int = 1000) -> list[Occurrence]:
-        with self._connect() as connection:
-            cursor = connection.execute(self._sql["select_running"], {"limit": limit})
-            return [records.occurrence(_values(cursor, row)) for row in cursor.fetchall()]
-
-    def job_counts(self) -> dict[str, int]:
-        with self._connect() as connection:
-            rows = connection.execute(self._sql["job_counts"]).fetchall()
-        return {job: count for job, count in rows}
-
-    def retry_failed(
-        self, tenant: str | None, key: str, scheduled_for: datetime, now: datetime
-    ) -> bool:
-        params = {"tenant": tenant_column(tenant), "key": key, "scheduled_for": scheduled_for}
-        with self._write() as connection:
-            found = self._row(connection, "retry_failed", {**params, "now": now})
-        return found is not None
-
-    def record_action(self, action: Action) -> None:
-        with self._write() as connection:
-            connection.execute(
-                self._sql["insert_action"], _bind(housekeeping.action_params(action))
-            )
-
-    def actions(self, tenant: str | None, key: str | None, limit: int = 50) -> list[Action]:
-        params = _bind({"tenant": tenant_column(tenant), "key": key, "limit": limit})
-        with self._connect() as connection:
-            cursor = connection.execute(self._sql["select_actions"], params)
-            return [housekeeping.action(_values(cursor, row)) for row in cursor.fetchall()]
-
-    def code_versions(self, limit: int = 20) -> list[CodeVersion]:
-        with self._connect() as connection:
-            cursor = connection.execute(self._sql["list_code_versions"], {"limit": limit})
-            found = [_values(cursor, row) for row in cursor.fetchall()]
-        return [CodeVersion(**row) for row in found]
-
-    def leases(self, limit: int = 1000) -> list[Lease]:
-        with self._connect() as connection:
-            params = _bind({"limit": limit, "released": housekeeping.RELEASED})
-            cursor = connection.execute(self._sql["list_leases"], params)
-            return [housekeeping.lease(_values(cursor, row)) for row in cursor.fetchall()]
-
-    def sweeps(self, limit: int = 20) -> list[Sweep]:
-        with self._connect() as connection:
-            cursor = connection.execute(self._sql["select_sweeps"], {"limit": limit})
-            return [housekeeping.sweep(_values(cursor, row)) for row in cursor.fetchall()]
-
-    def history_horizon(self) -> datetime | None:
-        with self._connect() as connection:
-            row = connection.execute(self._sql["history_horizon"]).fetchone()
-        return None if row is None else from_micros(row[0])
-
-    def prune(self, before: datetime, limit: int) -> int:
-        params = {"before": to_micros(before), "limit": limit}
-        with self._write() as connection:
-            pruned = connection.execute(self._sql["prune_occurrences"], params).rowcount
-            connection.execute(self._sql["raise_history_horizon"], {"before": params["before"]})
-            connection.execute(self._sql["prune_keyless_schedules"], params)
-            connection.execute(self._sql["prune_sweeps"], {"before": params["before"]})
-        return max(pruned, 0)
-
-    def reclaim_expired(self, now: datetime, retries: Mapping[str, int]) -> list[Reclaimed]:
-        if not retries:
-            return []
-        params = {"now": to_micros(now), "jobs": json.dumps(sorted(retries))}
-        with self._connect() as connection:
-            cursor = connection.execute(self._sql["reclaimable"], params)
-            found = [_values(cursor, row) for row in cursor.fetchall()]
-        if not found:
-            return []  # the usual case: no write lock taken for nothing
-        done: list[Reclaimed] = []
-        with self._write() as connection:
-            for values in found:
-                # Conditional on what was read: a claim may have taken the row over since.
-                decided = housekeeping.reclaim(values, retries[values["job"]], now)
-                changed = connection.execute(self._sql["reclaim"], _bind(decided.params)).fetchone()
-                if changed is None:
-                    continue
-                if decided.report.status == "failed":
-                    count = {"schedule_id": changed[0], "pause_after": None, "now": params["now"]}
-                    connection.execute(self._sql["count_failure"], count).fetchone()
-                done.append(decided.report)
-        return done
-
-    def fail_orphaned(
-        self, now: datetime, jobs: Collection[str], lost_before: datetime
-    ) -> list[Abandoned]:
-        params = _bind({"jobs": json.dumps(sorted(jobs)), "lost_before": lost_before})
-        with self._write() as connection:
-            cursor = connection.execute(self._sql["orphaned"], params)
-            found = [_values(cursor, row) for row in cursor.fetchall()]
-            failed = [
-                values
-                for values in found
-                if connection.execute(
-                    self._sql["fail_orphan"],
-                    _bind(housekeeping.orphan_params(values, now, lost_before)),
-                ).rowcount
-            ]
-        return [records.abandoned(values) for values in failed]
-
-    def release(self, claims: Sequence[Claim], now: datetime) -> int:
-        if not claims:
-            return 0
-        pairs = json.dumps([[c.occurrence_id, c.fence] for c in claims])
-        with self._write() as connection:
-            rows = connection.execute(self._sql["release_claims"], {"claims": pairs}).fetchall()
-        return len(rows)
-
-    def mark_left_running(self, claims: Sequence[Claim], reason: str) -> int:
-        if not claims:
-            return 0
-        pairs = json.dumps([[c.occurrence_id, c.fence] for c in claims])
-        with self._write() as connection:
-            rows = connection.execute(
-                self._sql["mark_left_running"], {"claims": pairs, "reason": reason}
-            ).fetchall()
-        return len(rows)
 
     def watch(self, on_change: Callable[[], None]) -> Watch | None:
         return None
@@ -1003,9 +512,53 @@ class SqliteStore(Store):
             connection.close()
         self._local = threading.local()
 
+    def _reading(self) -> AbstractContextManager[sqlite3.Connection]:
+        return self._connect()
 
-def _schedule(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> Schedule:
-    return _schedule_of(_values(cursor, row))
+    def _writing(self, within: Any = None) -> AbstractContextManager[sqlite3.Connection]:
+        return self._write(within)
+
+    @contextmanager
+    def _picked(
+        self, name: str, params: Mapping[str, Any]
+    ) -> Iterator[tuple[sqlite3.Connection | None, list[Row]]]:
+        with self._connect() as connection:
+            found = self._rows(connection, name, params)
+        if not found:
+            yield None, []  # the usual case: no write lock taken for nothing
+            return
+        with self._write() as connection:
+            yield connection, found
+
+    def _rows(self, connection: Any, name: str, params: Mapping[str, Any]) -> list[Row]:
+        cursor = connection.execute(self._sql[name], _bind(params))
+        return [_values(cursor, row) for row in cursor.fetchall()]
+
+    def _changed(self, connection: Any, name: str, params: Mapping[str, Any]) -> int:
+        changed: int = connection.execute(self._sql[name], _bind(params)).rowcount
+        return changed
+
+    def _changed_each(self, connection: Any, name: str, params: Sequence[Mapping[str, Any]]) -> int:
+        if not params:
+            return 0
+        changed: int = connection.executemany(self._sql[name], map(_bind, params)).rowcount
+        return changed
+
+    def _notify(self, connection: Any) -> None:
+        """Nothing: SQLite has no channel between processes; workers wake at the due time."""
+
+    def _texts(self, values: Iterable[str]) -> str:
+        return json.dumps(list(values))
+
+    def _ints(self, values: Iterable[int]) -> str:
+        return json.dumps(list(values))
+
+    def _claims(self, claims: Sequence[Claim]) -> dict[str, Any]:
+        return {"claims": json.dumps([[c.occurrence_id, c.fence] for c in claims])}
+
+    def _leases_until(self, leases: Sequence[tuple[Claim, datetime]]) -> dict[str, Any]:
+        triples = [[c.occurrence_id, c.fence, to_micros(until)] for c, until in leases]
+        return {"leases": json.dumps(triples)}
 
 
 def _same_file(theirs: str, ours: str) -> bool:
@@ -1013,25 +566,3 @@ def _same_file(theirs: str, ours: str) -> bool:
         return os.path.samefile(theirs, ours)
     except OSError:
         return False
-
-
-def _schedule_of(values: dict[str, Any]) -> Schedule:
-    values["trigger_spec"] = payloads.decode(values["trigger_spec"])
-    values["payload"] = payloads.decode(values["payload"])
-    return records.schedule(values)
-
-
-def _claimed_values(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
-    values = _values(cursor, row)
-    values["payload"] = payloads.decode(values["payload"])
-    return values
-
-
-def _candidate(row: tuple[Any, ...], reclaimed: bool) -> claiming.Candidate:
-    occurrence_id, schedule_id, job, *more = row
-    if not more:
-        return claiming.Candidate(occurrence_id, schedule_id, job, reclaimed)
-    run_after, ahead = more
-    return claiming.Candidate(
-        occurrence_id, schedule_id, job, reclaimed, bool(ahead), from_micros(run_after)
-    )
