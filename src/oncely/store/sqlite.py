@@ -56,6 +56,8 @@ _TIME_COLUMNS = frozenset(
 
 
 _JSON_COLUMNS = frozenset({"payload", "trigger_spec"})
+#: Rows `SqliteStore.prune` deletes per write transaction.
+PRUNE_BATCH = 200
 
 
 def _bind(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -498,6 +500,22 @@ class SqliteStore(SqlStore):
 
     def database_now(self) -> datetime | None:
         return None
+
+    def prune(self, before: datetime, limit: int) -> int:
+        """See `Store.prune`. In batches of at most `PRUNE_BATCH` rows, each its own write
+        transaction: other writers (claims, heartbeats, bookings) get the one write lock in
+        between, instead of waiting out the whole call."""
+        pruned = 0
+        while True:
+            batch = min(PRUNE_BATCH, limit - pruned)
+            with self._write() as connection:
+                deleted = self._prune_occurrences(connection, before, batch)
+                pruned += deleted
+                last = deleted < batch or pruned >= limit
+                if last:
+                    self._prune_the_rest(connection, before, limit)
+            if last:
+                return pruned
 
     def watch(self, on_change: Callable[[], None]) -> Watch | None:
         return None
