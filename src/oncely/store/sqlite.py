@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
-from contextvars import ContextVar
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from oncely.errors import ConfigurationError, StoreError, StoreUnavailable, TransactionTooLong
+from oncely.errors import TransactionTooLong
 from oncely.model import Claim, Lease, Materialisation, Saving, Schedule
 from oncely.store import claiming, housekeeping, payloads, records
 from oncely.store.base import Item, SqlStore
@@ -21,19 +18,21 @@ from oncely.store.dialect import Row
 from oncely.store.interface import Watch
 from oncely.store.queries import migrations, queries
 from oncely.store.records import SAVE_CHUNK, occurrence_params, tenant_column
+from oncely.store.sqlite_connections import (
+    SqliteConnections,
+    TransactionCut,
+    current_transaction,
+    in_transaction,
+    statements,
+    use_wal,
+)
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_BUSY_TIMEOUT_S = 30.0
+
 #: Longest a `transaction` (a transactional handler's) may hold the one write lock: every other
 #: writer, heartbeats and bookings included, waits for it. Past it the transaction is rolled
 #: back, the lock freed, and the block raises `TransactionTooLong`.
 TRANSACTION_MAX_S = 10.0
-# The transaction open in this context (thread, or async handler's task): the store's own calls
-# made inside it join it. Opening a second one waited 30 s on its own write lock, then failed.
-_joined: ContextVar[tuple[SqliteStore, sqlite3.Connection] | None] = ContextVar(
-    "oncely_sqlite_joined", default=None
-)
-_CACHE_KIB = 64 * 1024
 
 
 def to_micros(t: datetime) -> int:
@@ -78,75 +77,7 @@ def _values(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
     return values
 
 
-@contextmanager
-def _transaction(connection: sqlite3.Connection, begin: str) -> Iterator[None]:
-    """Run the block in one transaction opened by ``begin``; commit, or roll back and re-raise."""
-    connection.execute(begin)
-    try:
-        yield
-    except BaseException:
-        connection.execute("ROLLBACK")
-        raise
-    connection.execute("COMMIT")
-
-
-def _statements(script: str) -> Iterator[str]:
-    """Split a migration into statements (sqlite3.executescript would COMMIT first)."""
-    pending = ""
-    for line in script.splitlines(keepends=True):
-        pending += line
-        if sqlite3.complete_statement(pending):
-            yield pending.strip()
-            pending = ""
-    if pending.strip() and not all(
-        part.strip().startswith("--") or not part.strip() for part in pending.splitlines()
-    ):
-        raise ValueError(f"unterminated statement in migration: {pending.strip()[:80]!r}")
-
-
-def _use_wal(connection: sqlite3.Connection) -> None:
-    """Switch the file to WAL, waiting out another connection doing the same.
-
-    Switching a new file to WAL needs it to itself, and SQLite answers "database is locked" at
-    once rather than through the busy timeout: without this wait, the second of two processes
-    starting on a new file failed.
-    """
-    deadline = time.monotonic() + _BUSY_TIMEOUT_S
-    delay = 0.005
-    while True:
-        try:
-            connection.execute("PRAGMA journal_mode = WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() + delay > deadline:
-                raise
-        time.sleep(delay)
-        delay = min(delay * 2, 0.2)
-
-
-class _Cut:
-    """Rolls a transaction back from another thread when it has held the lock too long: the
-    running statement is interrupted and the connection closed (its next use raises)."""
-
-    def __init__(self, connection: sqlite3.Connection) -> None:
-        self.connection = connection
-        self.done = False
-        self._lock = threading.Lock()
-
-    def __call__(self) -> None:
-        with self._lock:
-            if self.done:
-                return
-            self.done = True
-            self.connection.interrupt()
-            self.connection.close()  # a close in a transaction rolls it back
-
-    def close(self) -> None:
-        with self._lock:
-            self.connection.close()
-
-
-class SqliteStore(SqlStore):
+class SqliteStore(SqliteConnections, SqlStore):
     """A store in one SQLite file; any number of processes on one machine may share it.
 
     Each thread keeps one connection for the store's life; writers are lined up by SQLite's
@@ -156,133 +87,22 @@ class SqliteStore(SqlStore):
     dialect = "sqlite"
 
     def __init__(self, path: str) -> None:
-        self.path = path
+        super().__init__(path)
         self._sql = queries("sqlite")
-        self._local = threading.local()
-        # Each open connection with the thread that opened it.
-        self._opened: list[tuple[threading.Thread, sqlite3.Connection]] = []
-        self._opened_lock = threading.Lock()
-        self._pid = os.getpid()
-
-    def _open(self) -> sqlite3.Connection:
-        try:
-            connection = sqlite3.connect(
-                self.path, isolation_level=None, timeout=_BUSY_TIMEOUT_S, check_same_thread=False
-            )
-            connection.execute("PRAGMA foreign_keys = ON")
-            # A burst touches pages all over the occurrence table and its indexes; with SQLite's
-            # default 2 MiB page cache a 20,000-occurrence drain ran at a third of the speed.
-            connection.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
-        except sqlite3.Error as exc:
-            raise StoreUnavailable(f"cannot open SQLite database {self.path!r}: {exc}") from exc
-        with self._opened_lock:
-            # The connections of threads that have ended are closed here: kept open, every
-            # short-lived thread that used the store (one per request in some servers) held a
-            # connection and its 64 MiB page cache until the store closed, gigabytes a minute.
-            ended = [c for thread, c in self._opened if not thread.is_alive()]
-            self._opened = [(t, c) for t, c in self._opened if t.is_alive()]
-            self._opened.append((threading.current_thread(), connection))
-        for stale in ended:
-            stale.close()
-        return connection
-
-    @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        joined = _joined.get()
-        if joined is not None and joined[0] is self:
-            try:
-                yield joined[1]
-            except sqlite3.Error as exc:
-                raise StoreError(f"SQLite database {self.path!r} refused: {exc}") from exc
-            return
-        if self._pid != os.getpid():
-            # A forked child (gunicorn's preload) must not share its parent's connections:
-            # SQLite connections carried across fork corrupt locks. Forget them, unclosed.
-            self._local, self._opened, self._pid = threading.local(), [], os.getpid()
-        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
-        if connection is None:
-            connection = self._local.connection = self._open()
-        try:
-            yield connection
-        except sqlite3.OperationalError as exc:
-            raise StoreUnavailable(f"SQLite database {self.path!r}: {exc}") from exc
-        except sqlite3.Error as exc:
-            raise StoreError(f"SQLite database {self.path!r} refused: {exc}") from exc
-
-    @contextmanager
-    def _write(self, within: Any = None) -> Iterator[sqlite3.Connection]:
-        """A connection holding the write lock for the block: one transaction, all or nothing.
-
-        Or ``within``, the caller's connection, in the caller's transaction, never committed
-        here. Inside a `transaction` of this store, a savepoint of it: the block's writes commit
-        or roll back with that transaction.
-        """
-        if within is not None:
-            connection = self._adopted(within)
-            try:
-                yield connection
-            except sqlite3.OperationalError as exc:
-                raise StoreUnavailable(f"SQLite database {self.path!r}: {exc}") from exc
-            except sqlite3.Error as exc:
-                raise StoreError(f"SQLite database {self.path!r} refused: {exc}") from exc
-            return
-        joined = _joined.get()
-        if joined is None or joined[0] is not self:
-            with self._connect() as connection, _transaction(connection, "BEGIN IMMEDIATE"):
-                yield connection
-            return
-        with self._connect() as connection:
-            connection.execute("SAVEPOINT oncely_joined")
-            try:
-                yield connection
-            except BaseException:
-                connection.execute("ROLLBACK TO oncely_joined")
-                connection.execute("RELEASE oncely_joined")
-                raise
-            connection.execute("RELEASE oncely_joined")
-
-    def _adopted(self, within: Any) -> sqlite3.Connection:
-        """``within``, a caller's sqlite3 connection, once it is known to be in a transaction on
-        this store's file; else `ConfigurationError` saying what is wrong."""
-        if not isinstance(within, sqlite3.Connection):
-            raise ConfigurationError(
-                f"connection={within!r} is not a sqlite3 connection, and this app's database is "
-                f"SQLite ({self.path}); pass a sqlite3.Connection to that file (or a SQLAlchemy "
-                "Connection or Session, or Django's connection, on it)"
-            )
-        try:
-            files = {row[1]: row[2] for row in within.execute("PRAGMA database_list")}
-        except sqlite3.Error as exc:
-            raise ConfigurationError(f"connection= cannot be used: {exc}") from exc
-        theirs = files.get("main") or ":memory:"
-        if not _same_file(theirs, self.path):
-            raise ConfigurationError(
-                f"connection= is on SQLite database {theirs!r}, not on this app's "
-                f"({self.path!r}): oncely writes its timers only on its own database; pass a "
-                "connection to that file"
-            )
-        if not within.in_transaction:
-            # Each statement would commit on its own: a rollback of the caller's could not take
-            # the timer back.
-            raise ConfigurationError(
-                "connection= is in no transaction, so oncely's writes would commit on their own; "
-                'open one first (connection.execute("BEGIN"), or write on it first)'
-            )
-        return within
 
     def migrate(self, now: datetime) -> list[int]:
         applied: list[int] = []
         with self._connect() as connection:
             # WAL is a property of the file: set once here, where every process starts, and not
             # on every connection.
-            _use_wal(connection)
-            with _transaction(connection, self._sql["lock_migrations"]):
+            use_wal(connection)
+            with in_transaction(connection, self._sql["lock_migrations"]):
                 connection.execute(self._sql["create_migrations_table"])
                 seen = {row[0] for row in connection.execute(self._sql["applied_versions"])}
                 for migration in migrations("sqlite"):
                     if migration.version in seen:
                         continue
-                    for statement in _statements(migration.sql):
+                    for statement in statements(migration.sql):
                         connection.execute(statement)
                     record = {"version": migration.version, "name": migration.name}
                     connection.execute(
@@ -454,28 +274,24 @@ class SqliteStore(SqlStore):
         `TRANSACTION_MAX_S`: then it is rolled back and the block raises `TransactionTooLong`."""
         # A connection of its own: the thread's shared one may be in use by the caller.
         connection = self._open()
-        cut = _Cut(connection)
+        cut = TransactionCut(connection)
         timer = threading.Timer(TRANSACTION_MAX_S, cut)
         timer.daemon = True
-        token = _joined.set((self, connection))
+        token = current_transaction.set((self, connection))
         try:
-            with _transaction(connection, "BEGIN IMMEDIATE"):
+            with in_transaction(connection, "BEGIN IMMEDIATE"):
                 timer.start()
                 yield connection
-        except sqlite3.OperationalError as exc:
-            if cut.done:
-                raise self._too_long() from exc
-            raise StoreUnavailable(f"SQLite database {self.path!r}: {exc}") from exc
         except sqlite3.Error as exc:
             if cut.done:
                 raise self._too_long() from exc
-            raise StoreError(f"SQLite database {self.path!r} refused: {exc}") from exc
+            raise self._store_error(exc) from exc
         except BaseException as exc:
             if cut.done:
                 raise self._too_long() from exc
             raise
         finally:
-            _joined.reset(token)
+            current_transaction.reset(token)
             timer.cancel()
             with self._opened_lock:
                 self._opened = [(t, c) for t, c in self._opened if c is not connection]
@@ -520,22 +336,6 @@ class SqliteStore(SqlStore):
     def watch(self, on_change: Callable[[], None]) -> Watch | None:
         return None
 
-    def reserve(self, users: int) -> None:
-        """Nothing to do: each thread has its own connection."""
-
-    def close(self) -> None:
-        with self._opened_lock:
-            opened, self._opened = self._opened, []
-        for _, connection in opened:
-            connection.close()
-        self._local = threading.local()
-
-    def _reading(self) -> AbstractContextManager[sqlite3.Connection]:
-        return self._connect()
-
-    def _writing(self, within: Any = None) -> AbstractContextManager[sqlite3.Connection]:
-        return self._write(within)
-
     @contextmanager
     def _picked(
         self, name: str, params: Mapping[str, Any]
@@ -577,10 +377,3 @@ class SqliteStore(SqlStore):
     def _leases_until(self, leases: Sequence[tuple[Claim, datetime]]) -> dict[str, Any]:
         triples = [[c.occurrence_id, c.fence, to_micros(until)] for c, until in leases]
         return {"leases": json.dumps(triples)}
-
-
-def _same_file(theirs: str, ours: str) -> bool:
-    try:
-        return os.path.samefile(theirs, ours)
-    except OSError:
-        return False
