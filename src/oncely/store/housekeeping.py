@@ -98,12 +98,15 @@ def sweep_params(sweep: Sweep) -> dict[str, Any]:
     }
 
 
-def orphan_params(values: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+def orphan_params(
+    values: Mapping[str, Any], now: datetime, lost_before: datetime
+) -> dict[str, Any]:
     """``fail_orphan`` parameters for one ``orphaned`` row."""
     return {
         "id": values["id"],
         "fence": values["fence"],
         "now": now,
+        "lost_before": lost_before,
         "error": (
             f"the worker of attempt {values['attempts']} was lost (lease expired) and no "
             f"running worker declares job {values['job']}, so nothing reclaimed it"

@@ -154,7 +154,7 @@ WHERE oncely_occurrences.status = 'skipped' AND oncely_occurrences.attempts = 0
 
 -- name: next_schedule_due
 -- jobs NULL: any job; after NULL: any time.
-SELECT min(next_run_at) FROM oncely_schedules
+SELECT min(next_run_at) AS due FROM oncely_schedules
 WHERE status = 'active' AND NOT paused AND next_run_at IS NOT NULL
   AND (%(jobs)s::text[] IS NULL OR job = ANY(%(jobs)s::text[]))
   AND (%(after)s::timestamptz IS NULL OR next_run_at > %(after)s::timestamptz);
@@ -164,7 +164,7 @@ WHERE status = 'active' AND NOT paused AND next_run_at IS NOT NULL
 -- wake-up), with the claim's own admission: an occurrence of a paused schedule, or of a job the
 -- caller does not run, woke a worker that could not claim it, again and again. ORDER BY ...
 -- LIMIT 1 rather than min(): min() over the join read every waiting row.
-SELECT o.run_after AS min
+SELECT o.run_after AS due
 FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.status IN ('pending', 'retrying') AND NOT s.paused AND s.status <> 'removed'
   AND (%(jobs)s::text[] IS NULL OR s.job = ANY(%(jobs)s::text[]))
@@ -661,11 +661,13 @@ ORDER BY o.lease_expires_at
 FOR UPDATE OF o SKIP LOCKED;
 
 -- name: fail_orphan
--- Conditional on what was read: still running with the same fence.
+-- Conditional on what was read: still running with the same fence, lease still expired before
+-- lost_before. A worker slow but alive may have extended the lease since it was read.
 UPDATE oncely_occurrences
 SET status = 'failed', finished_at = %(now)s, lease_owner = NULL, lease_expires_at = NULL,
     error = %(error)s
-WHERE id = %(id)s AND status = 'running' AND fence = %(fence)s;
+WHERE id = %(id)s AND status = 'running' AND fence = %(fence)s
+  AND lease_expires_at <= %(lost_before)s;
 
 -- name: insert_action
 INSERT INTO oncely_actions (at, tenant, key, action, actor, reason, detail)

@@ -16,7 +16,7 @@ INSERT INTO oncely_migrations (version, name, applied_at) VALUES (:version, :nam
 BEGIN IMMEDIATE;
 
 -- name: migrations_table_exists
-SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'oncely_migrations';
+SELECT count(*) AS count FROM sqlite_master WHERE type = 'table' AND name = 'oncely_migrations';
 
 -- name: upsert_schedules
 -- One row per (tenant, key). A second save of the same key replaces what it runs and when, and
@@ -72,7 +72,7 @@ WHERE (status <> 'removed' OR :status = 'removed')
   AND (:prefix IS NULL OR substr(key, 1, length(:prefix)) = :prefix)
   AND (:after_key IS NULL OR (tenant, key) > (:after_tenant, :after_key))
 ORDER BY tenant, key
-LIMIT :limit;
+LIMIT coalesce(:limit, -1);
 
 -- name: set_paused
 UPDATE oncely_schedules SET paused = :paused, updated_at = :now
@@ -126,7 +126,7 @@ WHERE oncely_occurrences.status = 'skipped' AND oncely_occurrences.attempts = 0
 
 -- name: next_schedule_due
 -- jobs NULL: any job; after NULL: any time.
-SELECT min(next_run_at) FROM oncely_schedules
+SELECT min(next_run_at) AS due FROM oncely_schedules
 WHERE status = 'active' AND paused = 0 AND next_run_at IS NOT NULL
   AND (:jobs IS NULL OR job IN (SELECT value FROM json_each(:jobs)))
   AND (:after IS NULL OR next_run_at > :after);
@@ -135,7 +135,7 @@ WHERE status = 'active' AND paused = 0 AND next_run_at IS NOT NULL
 -- The earliest time a waiting or retrying occurrence may be claimed (the other half of the
 -- wake-up), with the claim's own admission: an occurrence of a paused schedule, or of a job the
 -- caller does not run, woke a worker that could not claim it, again and again.
-SELECT o.run_after
+SELECT o.run_after AS due
 FROM oncely_occurrences o CROSS JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.status IN ('pending', 'retrying') AND s.paused = 0 AND s.status <> 'removed'
   AND (:jobs IS NULL OR s.job IN (SELECT value FROM json_each(:jobs)))
@@ -601,11 +601,13 @@ WHERE o.status = 'running' AND o.lease_expires_at <= :lost_before AND s.job NOT 
 ORDER BY o.lease_expires_at;
 
 -- name: fail_orphan
--- Conditional on what was read: still running with the same fence.
+-- Conditional on what was read: still running with the same fence, lease still expired before
+-- lost_before. A worker slow but alive may have extended the lease since it was read.
 UPDATE oncely_occurrences
 SET status = 'failed', finished_at = :now, lease_owner = NULL, lease_expires_at = NULL,
     error = :error
-WHERE id = :id AND status = 'running' AND fence = :fence;
+WHERE id = :id AND status = 'running' AND fence = :fence
+  AND lease_expires_at <= :lost_before;
 
 -- name: insert_action
 INSERT INTO oncely_actions (at, tenant, key, action, actor, reason, detail)

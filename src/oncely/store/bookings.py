@@ -1,0 +1,238 @@
+"""The outcome side of the store, once for both dialects: bookings, leases of claims, sweeps."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from oncely.model import Abandoned, Claim, Failure, Reclaimed
+from oncely.store import claiming, housekeeping, records
+from oncely.store.dialect import Dialect
+
+
+class Bookings(Dialect):
+    """Bookings of claims and the sweeps of expired leases, written over `Dialect`'s hooks."""
+
+    def extend_leases(self, leases: Sequence[tuple[Claim, datetime]]) -> set[int]:
+        if not leases:
+            return set()
+        with self._writing() as connection:
+            rows = self._rows(connection, "extend_leases", self._leases_until(leases))
+        return {row["id"] for row in rows}
+
+    def book_success(
+        self, claims: Sequence[Claim], now: datetime, *, within: Any = None
+    ) -> list[Claim]:
+        if not claims:
+            return []
+        if within is not None:
+            return self._book_success(within, claims, now)
+        with self._writing() as connection:
+            return self._book_success(connection, claims, now)
+
+    def _book_success(self, connection: Any, claims: Sequence[Claim], now: datetime) -> list[Claim]:
+        rows = self._rows(connection, "book_success", {**self._claims(claims), "now": now})
+        booked = {row["id"] for row in rows}
+        done = [c for c in claims if c.occurrence_id in booked]
+        streaks = sorted({c.schedule_id for c in done if c.failure_streak})
+        if streaks:
+            self._changed(connection, "reset_failures", {"ids": self._ints(streaks)})
+        return done
+
+    def book_skipped(self, claim: Claim, now: datetime, reason: str) -> bool:
+        params = {"id": claim.occurrence_id, "fence": claim.fence, "now": now, "reason": reason}
+        with self._writing() as connection:
+            return self._row(connection, "book_skipped", params) is not None
+
+    def book_failure(
+        self,
+        claim: Claim,
+        now: datetime,
+        *,
+        error: str,
+        retry_at: datetime | None,
+        pause_after: int | None,
+    ) -> Failure:
+        params = {"id": claim.occurrence_id, "fence": claim.fence, "now": now, "error": error}
+        with self._writing() as connection:
+            if retry_at is not None:
+                retried = self._row(connection, "book_retry", {**params, "retry_at": retry_at})
+                if retried is not None:
+                    # The retry comes due sooner than a sleeping worker's next wake-up may be.
+                    self._notify(connection)
+                return Failure(booked=retried is not None, final=False)
+            failed = self._row(connection, "book_failed", params)
+            if failed is None:
+                return Failure(booked=False, final=True)
+            count = {"schedule_id": failed["schedule_id"], "pause_after": pause_after, "now": now}
+            counted = self._row(connection, "count_failure", count)
+        assert counted is not None
+        return Failure(
+            booked=True,
+            final=True,
+            consecutive_failures=counted["consecutive_failures"],
+            paused=bool(counted["paused"]),
+        )
+
+    def release(self, claims: Sequence[Claim], now: datetime) -> int:
+        if not claims:
+            return 0
+        with self._writing() as connection:
+            released = len(self._rows(connection, "release_claims", self._claims(claims)))
+            if released:
+                self._notify(connection)
+        return released
+
+    def mark_left_running(self, claims: Sequence[Claim], reason: str) -> int:
+        if not claims:
+            return 0
+        params = {**self._claims(claims), "reason": reason}
+        with self._writing() as connection:
+            return len(self._rows(connection, "mark_left_running", params))
+
+    def abandon_expired(
+        self, *, now: datetime, jobs: Collection[str], reason: str
+    ) -> list[Abandoned]:
+        if not jobs:
+            return []
+        abandoned = []
+        params = {"now": now, "jobs": self._texts(sorted(jobs))}
+        with self._picked("expired_of_jobs", params) as (connection, found):
+            for row in found:
+                change = {"id": row["id"], "fence": row["fence"], "now": now, "reason": reason}
+                # Reported only when changed: a worker slow but alive may have extended the
+                # lease since it was read, and then it was not abandoned.
+                if self._changed(connection, "abandon", change):
+                    abandoned.append(records.abandoned(row))
+        return abandoned
+
+    def reclaim_expired(self, now: datetime, retries: Mapping[str, int]) -> list[Reclaimed]:
+        if not retries:
+            return []
+        done: list[Reclaimed] = []
+        params = {"now": now, "jobs": self._texts(sorted(retries))}
+        with self._picked("reclaimable", params) as (connection, found):
+            for row in found:
+                decided = housekeeping.reclaim(row, retries[row["job"]], now)
+                changed = self._row(connection, "reclaim", decided.params)
+                if changed is None:
+                    continue
+                if decided.report.status == "failed":
+                    count = {"schedule_id": changed["schedule_id"], "pause_after": None, "now": now}
+                    self._rows(connection, "count_failure", count)
+                done.append(decided.report)
+            if any(r.status == "retrying" for r in done):
+                self._notify(connection)
+        return done
+
+    def fail_orphaned(
+        self, now: datetime, jobs: Collection[str], lost_before: datetime
+    ) -> list[Abandoned]:
+        params = {"jobs": self._texts(sorted(jobs)), "lost_before": lost_before}
+        failed = []
+        with self._picked("orphaned", params) as (connection, found):
+            for row in found:
+                change = housekeeping.orphan_params(row, now, lost_before)
+                if self._changed(connection, "fail_orphan", change):
+                    failed.append(records.abandoned(row))
+        return failed
+
+    def prune(self, before: datetime, limit: int) -> int:
+        with self._writing() as connection:
+            pruned = self._prune_occurrences(connection, before, limit)
+            self._prune_the_rest(connection, before, limit)
+        return pruned
+
+    def _prune_occurrences(self, connection: Any, before: datetime, limit: int) -> int:
+        """Delete up to ``limit`` occurrences before ``before`` and raise the history horizon
+        to it, in one transaction: no defer may see them gone while the horizon is lower."""
+        params = {"before": before, "limit": limit}
+        pruned = self._changed(connection, "prune_occurrences", params)
+        self._changed(connection, "raise_history_horizon", {"before": before})
+        return max(pruned, 0)
+
+    def _prune_the_rest(self, connection: Any, before: datetime, limit: int) -> None:
+        """Delete the keyless one-offs left without history, and the sweeps, before ``before``."""
+        self._changed(connection, "prune_keyless_schedules", {"before": before, "limit": limit})
+        self._changed(connection, "prune_sweeps", {"before": before})
+
+    def _candidates(
+        self,
+        connection: Any,
+        name: str,
+        jobs: Collection[str],
+        now: datetime,
+        due: datetime,
+        limit: int,
+        reclaimed: bool,
+        exclude: Sequence[int] = (),
+    ) -> list[claiming.Candidate]:
+        """The occurrences query ``name`` offers to claim, of ``jobs``, none of ``exclude``'s
+        schedules."""
+        if not jobs:
+            return []
+        params = {
+            "now": now,
+            "due_by": due,
+            "jobs": self._texts(sorted(jobs)),
+            "limit": limit,
+            "exclude": self._ints(exclude),
+        }
+        return [
+            claiming.Candidate(
+                row["id"],
+                row["schedule_id"],
+                row["job"],
+                reclaimed,
+                ahead=bool(row.get("ahead")),
+                run_after=row.get("run_after"),
+            )
+            for row in self._rows(connection, name, params)
+        ]
+
+    def _admit(
+        self,
+        connection: Any,
+        now: datetime,
+        due: datetime,
+        limit: int,
+        reclaim: Collection[str],
+        serial_jobs: Collection[str],
+        skip: Collection[str],
+    ) -> list[claiming.Candidate]:
+        """Expired leases to rerun and occurrences of serial jobs to start, by
+        `claiming.admit_in_rounds`; overlapped ones are skipped on the way."""
+
+        def read(seen: Sequence[int], first: bool) -> tuple[list[claiming.Candidate], bool]:
+            ready = self._candidates(
+                connection, "claim_ready", serial_jobs, now, due, limit, False, seen
+            )
+            expired = []
+            if first:
+                expired = self._candidates(
+                    connection, "claim_expired", reclaim, now, now, limit, True
+                )
+            return [*expired, *ready], len(ready) < limit
+
+        def settle(
+            candidates: list[claiming.Candidate], fresh: list[int]
+        ) -> tuple[list[claiming.Candidate], set[int]]:
+            candidates = self._held(connection, candidates, fresh)
+            busy: set[int] = set()
+            if any(c.job in serial_jobs for c in candidates):
+                params = {"ids": self._ints(fresh), "now": now}
+                busy = {
+                    row["schedule_id"] for row in self._rows(connection, "busy_schedules", params)
+                }
+            overlapped = claiming.overlapped(candidates, skip, busy, now)
+            if overlapped:
+                skipping = {
+                    "ids": self._ints(c.occurrence_id for c in overlapped),
+                    "reason": claiming.OVERLAP_SKIP_REASON,
+                    "now": now,
+                }
+                self._changed(connection, "skip_overlapped", skipping)
+            return candidates, busy
+
+        return claiming.admit_in_rounds(limit, serial_jobs, read, settle)

@@ -1,0 +1,281 @@
+"""PostgreSQL connections for `PostgresStore`: the pool, outages, and callers' connections."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import select
+import threading
+import weakref
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.pq import TransactionStatus
+from psycopg.rows import dict_row
+from psycopg.types.json import set_json_loads
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from oncely.errors import ConfigurationError, StoreError, StoreUnavailable
+from oncely.store import payloads
+from oncely.store.queries import queries
+
+# How long a call waits for a connection, and a connection attempt for the server, before the
+# store says it is unavailable: the worker must hear of an outage in seconds, not hang in it.
+TIMEOUT_S = 5
+
+# The change watch's connection idles between notices; keepalives notice a server that vanished
+# without closing it (a cut network), which would otherwise leave the watch waiting forever.
+KEEPALIVES = {
+    "keepalives": 1,
+    "keepalives_idle": 60,
+    "keepalives_interval": 10,
+    "keepalives_count": 3,
+}
+
+Connection = psycopg.Connection[dict[str, Any]]
+
+_POOL_NAME = "oncely"
+
+
+def _decode_safely(connection: Connection) -> None:
+    """Decode jsonb (payloads, trigger specs) with `payloads.decode`: a stored value too deep for
+    this process's recursion room raised RecursionError from every read of its row."""
+    set_json_loads(payloads.decode, connection)
+
+
+class _OwnPoolWarnings(logging.Filter):
+    """Drops psycopg_pool's warnings about oncely's own pool; others' pools are left alone.
+
+    While the server is down the pool warned of every failed connection attempt, several a
+    second, against lesson 10's one line per 30 repeats: the worker reports the outage itself.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING or not isinstance(record.args, tuple):
+            return True
+        for arg in record.args:
+            pool = getattr(arg, "_pool", None) or getattr(arg, "pool", None)
+            if arg == _POOL_NAME or getattr(pool, "name", None) == _POOL_NAME:
+                return False
+        return True
+
+
+logging.getLogger("psycopg.pool").addFilter(_OwnPoolWarnings())
+
+
+class PostgresConnections:
+    """How `PostgresStore` reaches its database: a pool of at most ``max_size`` connections,
+    opened on first use in the process that uses it, and the connections callers pass in."""
+
+    def __init__(self, conninfo: str, max_size: int = 8) -> None:
+        self.conninfo = conninfo
+        self.max_size = max_size
+        self._pool: ConnectionPool[Connection] | None = None
+        self._pool_pid = 0
+        self._pool_lock = threading.Lock()
+        self._own_identity: tuple[Any, ...] | None = None
+
+    def _where(self) -> str:
+        """``user@host:port/dbname`` of the conninfo, for messages: never its password."""
+        try:
+            parts = conninfo_to_dict(self.conninfo)
+        except psycopg.Error:
+            return "(an unreadable conninfo)"
+        user = f"{parts['user']}@" if parts.get("user") else ""
+        port = f":{parts['port']}" if parts.get("port") else ""
+        return f"{user}{parts.get('host') or 'localhost'}{port}/{parts.get('dbname') or ''}"
+
+    def _probe(self) -> None:
+        """Connect once, directly, before the pool opens: a database that cannot be reached
+        fails the first call at once, with psycopg's reason. Through the pool it failed after
+        the pool's 5 s wait with "couldn't get a connection after 5.00 sec", whatever the cause
+        (no such database, connection refused, a wrong password)."""
+        try:
+            psycopg.connect(self.conninfo, connect_timeout=TIMEOUT_S, autocommit=True).close()
+        except psycopg.Error as exc:
+            reason = " ".join(str(exc).split()) or type(exc).__name__
+            raise StoreUnavailable(
+                f"cannot connect to PostgreSQL at {self._where()}: {reason}"
+            ) from exc
+
+    def _opened_pool(self) -> ConnectionPool[Connection]:
+        with self._pool_lock:
+            if self._pool is None or self._pool_pid != os.getpid():
+                self._probe()
+                check = _IdleCheck()
+                self._pool = ConnectionPool(
+                    self.conninfo,
+                    min_size=1,
+                    max_size=self.max_size,
+                    open=False,
+                    timeout=TIMEOUT_S,
+                    # The pool retries a failed connection attempt with a backoff that grows to
+                    # minutes; a call made once the server is back waited out that backoff and
+                    # failed. Giving up after one call's wait lets the next call try at once.
+                    reconnect_timeout=TIMEOUT_S,
+                    check=check,
+                    kwargs={"connect_timeout": TIMEOUT_S, "row_factory": dict_row},
+                    configure=_decode_safely,
+                    name=_POOL_NAME,
+                )
+                check.pool = weakref.ref(self._pool)
+                self._pool.open(wait=False)
+                self._pool_pid = os.getpid()
+            return self._pool
+
+    def reserve(self, users: int) -> None:
+        with self._pool_lock:
+            if users <= self.max_size:
+                return
+            self.max_size = users
+            if self._pool is not None and self._pool_pid == os.getpid():
+                self._pool.resize(min_size=self._pool.min_size, max_size=users)
+
+    @contextmanager
+    def _connect(self) -> Iterator[Connection]:
+        """A pooled connection in one transaction: committed at the end, rolled back on error."""
+        try:
+            with self._opened_pool().connection() as connection:
+                yield connection
+        except PoolTimeout as exc:
+            raise StoreUnavailable(
+                f"cannot connect to PostgreSQL at {self._where()}: {exc} (the server was "
+                "reachable before; it is restarting, refusing connections, or cut off)"
+            ) from exc
+        except psycopg.Error as exc:
+            raise store_error(exc) from exc
+
+    def _reading(self) -> AbstractContextManager[Connection]:
+        return self._connect()
+
+    @contextmanager
+    def _writing(self, within: Any = None) -> Iterator[Connection]:
+        """A pooled connection in a transaction of its own, or ``within``, the caller's, in the
+        caller's transaction, never committed here."""
+        if within is None:
+            with self._connect() as connection:
+                yield connection
+            return
+        connection = self._adopted(within)
+        try:
+            yield connection
+        except psycopg.Error as exc:
+            raise store_error(exc) from exc
+
+    def _cursor_on(self, connection: Connection) -> psycopg.Cursor[dict[str, Any]]:
+        """A cursor reading rows as the store does, also on a caller's connection (whose row
+        factory and JSON loader are the caller's, and stay so)."""
+        if connection not in _identities:
+            return connection.cursor()
+        cursor = connection.cursor(row_factory=dict_row)
+        set_json_loads(payloads.decode, cursor)
+        return cursor
+
+    def _adopted(self, within: Any) -> Connection:
+        """``within``, a caller's psycopg connection, once it is known to be in a transaction on
+        this store's database; else `ConfigurationError` saying what is wrong."""
+        if not isinstance(within, psycopg.Connection):
+            raise ConfigurationError(
+                f"connection={within!r} is not a psycopg connection, and this app's database is "
+                "PostgreSQL; pass a psycopg 3 connection (or cursor), a SQLAlchemy Connection or "
+                "Session, or Django's connection, open on the app's database"
+            )
+        status = within.info.transaction_status
+        if status == TransactionStatus.INERROR:
+            raise ConfigurationError(
+                "connection= is in a failed transaction; roll it back before scheduling on it"
+            )
+        if within.closed or status == TransactionStatus.UNKNOWN:
+            raise ConfigurationError("connection= is closed; pass an open connection")
+        if status == TransactionStatus.IDLE and within.autocommit:
+            # Each statement would commit on its own: a rollback of the caller's could not
+            # take the timer back.
+            raise ConfigurationError(
+                "connection= is in autocommit mode and in no transaction, so oncely's writes "
+                "would commit on their own; open one first (with connection.transaction(): ...)"
+            )
+        theirs = _identities.get(within)
+        if theirs is None:
+            theirs = _identities[within] = _identity(within)
+        if theirs != self._identity():
+            raise ConfigurationError(
+                f"connection= is on database {theirs[0]!r} (server port {theirs[2]}, schema "
+                f"{theirs[3]!r}), not on this app's ({self._identity()[0]!r}, port "
+                f"{self._identity()[2]}, schema {self._identity()[3]!r}): oncely writes its "
+                "timers only on its own database; pass a connection to that one"
+            )
+        return within
+
+    def _identity(self) -> tuple[Any, ...]:
+        if self._own_identity is None:
+            with self._connect() as connection:
+                self._own_identity = _identity(connection)
+        return self._own_identity
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        with self._connect() as connection:
+            set_json_loads(json.loads, connection)  # the caller's own queries decode as psycopg's
+            try:
+                yield connection
+            finally:
+                _decode_safely(connection)
+
+    def close(self) -> None:
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None and self._pool_pid == os.getpid():
+            pool.close()
+
+
+def store_error(exc: psycopg.Error) -> StoreError:
+    """``exc`` as oncely says it: `StoreUnavailable` for an operational error (a lost
+    connection, a server shutting down), else `StoreError`."""
+    if isinstance(exc, psycopg.OperationalError):
+        return StoreUnavailable(f"PostgreSQL: {exc}")
+    return StoreError(f"PostgreSQL refused: {exc}")
+
+
+class _IdleCheck:
+    """The pool's check before it hands a connection out: one poll of its socket, no round trip.
+
+    An idle connection has nothing to read unless the server closed it (a restart, a cut). Such a
+    connection is closed, and the pool drained, since every idle connection went to that same
+    server; raising makes the pool take another, or open a new one. It holds its pool weakly: a
+    store dropped without `close` must not stay alive, connected, through a reference cycle.
+    """
+
+    def __init__(self) -> None:
+        self.pool: weakref.ref[ConnectionPool[Connection]] | None = None
+
+    def __call__(self, connection: Connection) -> None:
+        if connection.closed or _readable(connection.fileno()):
+            connection.close()
+            pool = self.pool() if self.pool is not None else None
+            if pool is not None:
+                pool.drain()
+            raise StoreUnavailable("PostgreSQL closed an idle connection")
+
+
+# The server identity of each caller's connection seen, asked once per connection. A
+# connection in it is a caller's: its row factory and JSON loader are the caller's own.
+_identities: weakref.WeakKeyDictionary[Connection, tuple[Any, ...]] = weakref.WeakKeyDictionary()
+
+
+def _identity(connection: Connection) -> tuple[Any, ...]:
+    """Which database ``connection`` is on: name, server (by its start time), port, schema."""
+    row = connection.cursor(row_factory=dict_row).execute(queries("postgres")["identity"])
+    found = row.fetchone()
+    assert found is not None
+    return (found["db"], found["started"], found["port"], found["schema"])
+
+
+def _readable(fd: int) -> bool:
+    """True when socket ``fd`` has something to read (or its peer hung up), without waiting."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
