@@ -42,12 +42,13 @@ def handlers_section(document: dict[str, Any] | None) -> list[str]:
         f"end; medians of {runs} run{'s' if runs != 1 else ''}, each on a copy of a template "
         "database; dup and miss: the worst run; RSS: the largest peak of a worker process). "
         "Commits: this database's, per job; WAL syncs: the whole server's, per job (other "
-        "databases' work on a shared server shows in them).",
+        "databases' work on a shared server shows in them); CPU: milliseconds per job of the "
+        "worker processes (all threads) and of their server backends.",
         "",
         "| scheduler | workers | handlers each | jobs | jobs/s | ÷ pgqueuer | ÷ procrastinate "
-        "| share of the limit | commits/job | WAL syncs/job | WAL bytes/job | peak RSS MB "
-        "| dup | miss | load |",
-        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+        "| share of the limit | commits/job | WAL syncs/job | WAL bytes/job | worker CPU ms/job "
+        "| server CPU ms/job | peak RSS MB | dup | miss | load |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for count in map(str, document["workers"]):
 
@@ -68,7 +69,10 @@ def handlers_section(document: dict[str, Any] | None) -> list[str]:
                 f"| {_ratio(ours, rate('procrastinate'))} "
                 f"| {_cell(share, '.0%')} | {_cell(med['commits_per_job'], '.2f')} "
                 f"| {_cell(med['wal_syncs_per_job'], '.2f')} "
-                f"| {_cell(med['wal_bytes_per_job'])} | {_cell(med['peak_rss_mb'], '.0f')} "
+                f"| {_cell(med['wal_bytes_per_job'])} "
+                f"| {_cell(med['worker_cpu_ms_per_job'], '.3f')} "
+                f"| {_cell(med['server_cpu_ms_per_job'], '.3f')} "
+                f"| {_cell(med['peak_rss_mb'], '.0f')} "
                 f"| {med['duplicates']} | {med['missing']} | {_cell(med['load'], '.1f')} |"
             )
     return [*lines, "", f"Command: `{document['command']}`."]

@@ -173,17 +173,18 @@ async def _work_procrastinate(dsn: str, handlers: int) -> None:
 def _work_bare(dsn: str, index: int, workers: int, jobs: int, handlers: int) -> None:
     keys = iter(range(index, jobs, workers))
     lock = threading.Lock()
+    # Open until SIGTERM, as the schedulers' connections: their backends' CPU is counted then.
+    connections = [psycopg.connect(dsn, autocommit=True) for _ in range(handlers)]
 
-    def insert_all() -> None:
-        with psycopg.connect(dsn, autocommit=True) as connection:
-            while True:
-                with lock:
-                    n = next(keys, None)
-                if n is None:
-                    return
-                connection.execute(INSERT_EFFECT, (KEY.format(n),))
+    def insert_all(connection: psycopg.Connection[Any]) -> None:
+        while True:
+            with lock:
+                n = next(keys, None)
+            if n is None:
+                return
+            connection.execute(INSERT_EFFECT, (KEY.format(n),))
 
-    threads = [threading.Thread(target=insert_all) for _ in range(handlers)]
+    threads = [threading.Thread(target=insert_all, args=(c,)) for c in connections]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -339,6 +340,15 @@ def _database_counters(dsn: str) -> dict[str, int]:
     return {"commits": commits, "wal_syncs": syncs, "wal_writes": writes, "wal_bytes": lsn}
 
 
+def _cpu_s(pid: int) -> float:
+    """CPU seconds process ``pid`` has used (user and system, all its threads); 0 if gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _peak_rss_mb(pid: int) -> float:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -407,8 +417,14 @@ def run_once(
                             if watch.execute(UNFINISHED[subject]).fetchone() == (0,):
                                 break
                             time.sleep(POLL_S)
-                time.sleep(harness.GRACE_S)
+                    time.sleep(harness.GRACE_S)
+                    backends = watch.execute(
+                        "SELECT pid FROM pg_stat_activity "
+                        "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                    ).fetchall()
                 rss = max(_peak_rss_mb(proc.pid) for proc in procs)
+                worker_cpu = sum(_cpu_s(proc.pid) for proc in procs)
+                server_cpu = sum(_cpu_s(pid) for (pid,) in backends)
             finally:
                 harness.stop_workers(procs)
         after = _database_counters(dsn)
@@ -422,8 +438,8 @@ def run_once(
     missing = sum(1 for n in range(jobs) if KEY.format(n) not in inserted)
     duplicates = sum(1 for n in inserted.values() if n > 1)
     drain_s = float(drained[0]) - t0 if missing == 0 and drained else None
-    # Not the scheduler's: the watch's polls, and the counting connection read first.
-    commits = after["commits"] - before["commits"] - polls - 1
+    # Not the scheduler's: the watch's polls and look at the backends, the first counting read.
+    commits = after["commits"] - before["commits"] - polls - 2
     return {
         "subject": subject,
         "workers": workers,
@@ -438,12 +454,15 @@ def run_once(
         "wal_writes_per_job": round((after["wal_writes"] - before["wal_writes"]) / jobs, 3),
         "wal_bytes_per_job": round((after["wal_bytes"] - before["wal_bytes"]) / jobs),
         "peak_rss_mb": round(rss, 1),
+        "worker_cpu_ms_per_job": round(worker_cpu * 1000 / jobs, 3),
+        "server_cpu_ms_per_job": round(server_cpu * 1000 / jobs, 3),
         "load": round(os.getloadavg()[0], 2),
     }
 
 
 MEDIANS = ("drain_s", "jobs_per_s", "commits_per_job", "wal_syncs_per_job", "wal_writes_per_job",
-           "wal_bytes_per_job", "peak_rss_mb", "load")  # fmt: skip
+           "wal_bytes_per_job", "worker_cpu_ms_per_job", "server_cpu_ms_per_job", "peak_rss_mb",
+           "load")  # fmt: skip
 
 
 def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -491,7 +510,9 @@ def measure_subjects(
                         f"{subject:>20} w={count} run {run}/{runs}: {figures['jobs_per_s']} "
                         f"jobs/s dup {figures['duplicates']} miss {figures['missing']} "
                         f"commits/job {figures['commits_per_job']} WAL syncs/job "
-                        f"{figures['wal_syncs_per_job']} RSS {figures['peak_rss_mb']} MB "
+                        f"{figures['wal_syncs_per_job']} CPU ms/job worker "
+                        f"{figures['worker_cpu_ms_per_job']} server "
+                        f"{figures['server_cpu_ms_per_job']} RSS {figures['peak_rss_mb']} MB "
                         f"load {figures['load']}"
                     )
     return results
