@@ -486,35 +486,27 @@ def _template(subject: str, server: str, jobs: int) -> Iterator[Any]:
 
 
 def measure_subjects(
-    subjects: list[str],
-    server: str,
-    jobs: int,
-    workers: list[int],
-    runs: int,
-    profile: Path | None = None,
+    subjects: list[str], server: str, jobs: int, workers: list[int], profile: Path | None
 ) -> dict[str, Any]:
-    """``{subject: {str(workers): [figures of each run]}}`` for the subjects of this
-    interpreter; every subject's run ``k`` before any run ``k + 1``."""
-    results: dict[str, dict[str, list[dict[str, Any]]]] = {
-        subject: {str(count): [] for count in workers} for subject in subjects
-    }
+    """``{subject: {str(workers): [figures]}}``: one run of each of ``subjects`` (of this
+    interpreter) at each worker count."""
+    results: dict[str, dict[str, list[dict[str, Any]]]] = {subject: {} for subject in subjects}
     timeout = max(120.0, jobs / 20)
     with ExitStack() as stack:
         templates = {s: stack.enter_context(_template(s, server, jobs)) for s in subjects}
-        for run in range(1, runs + 1):
-            for count in workers:
-                for subject in subjects:
-                    figures = run_once(subject, server, templates[subject], count, timeout, profile)
-                    results[subject][str(count)].append(figures)
-                    harness.say(
-                        f"{subject:>20} w={count} run {run}/{runs}: {figures['jobs_per_s']} "
-                        f"jobs/s dup {figures['duplicates']} miss {figures['missing']} "
-                        f"commits/job {figures['commits_per_job']} WAL syncs/job "
-                        f"{figures['wal_syncs_per_job']} CPU ms/job worker "
-                        f"{figures['worker_cpu_ms_per_job']} server "
-                        f"{figures['server_cpu_ms_per_job']} RSS {figures['peak_rss_mb']} MB "
-                        f"load {figures['load']}"
-                    )
+        for count in workers:
+            for subject in subjects:
+                figures = run_once(subject, server, templates[subject], count, timeout, profile)
+                results[subject][str(count)] = [figures]
+                harness.say(
+                    f"{subject:>20} w={count}: {figures['jobs_per_s']} jobs/s "
+                    f"dup {figures['duplicates']} miss {figures['missing']} "
+                    f"commits/job {figures['commits_per_job']} WAL syncs/job "
+                    f"{figures['wal_syncs_per_job']} CPU ms/job worker "
+                    f"{figures['worker_cpu_ms_per_job']} server "
+                    f"{figures['server_cpu_ms_per_job']} RSS {figures['peak_rss_mb']} MB "
+                    f"load {figures['load']}"
+                )
     return results
 
 
@@ -533,14 +525,10 @@ def _peer_runs(
 
 
 def measure(
-    subjects: list[str],
-    server: str,
-    jobs: int,
-    workers: list[int],
-    runs: int,
-    profile: Path | None = None,
+    subjects: list[str], server: str, jobs: int, workers: list[int], runs: int, profile: Path | None
 ) -> dict[str, Any]:
-    """The JSON document of one run of this benchmark: every run's figures and the medians."""
+    """The JSON document of one run of this benchmark: every run's figures and the medians,
+    every subject's run ``k`` before any subject's run ``k + 1``."""
     ours = [s for s in subjects if s not in PEER_SUBJECTS]
     peers = [s for s in subjects if s in PEER_SUBJECTS]
     raw: dict[str, dict[str, list[dict[str, Any]]]] = {
@@ -548,7 +536,7 @@ def measure(
     }
     for run in range(1, runs + 1):
         harness.say(f"round {run}/{runs}")
-        rounds = [measure_subjects(ours, server, jobs, workers, 1, profile)] if ours else []
+        rounds = [measure_subjects(ours, server, jobs, workers, profile)] if ours else []
         if peers:
             rounds.append(_peer_runs(peers, server, jobs, workers, profile))
         for found in rounds:
@@ -599,7 +587,7 @@ def main() -> None:
         return
     workers = [int(count) for count in args.workers.split(",")]
     if args.peer:
-        found = measure_subjects(args.peer, args.server, args.jobs, workers, 1, args.profile)
+        found = measure_subjects(args.peer, args.server, args.jobs, workers, args.profile)
         print(json.dumps(found))
         return
     subjects = [s for s in args.subjects if not (args.no_peers and s in PEER_SUBJECTS)]
