@@ -9,7 +9,7 @@ import select
 import threading
 import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -92,6 +92,11 @@ class _OwnPoolWarnings(logging.Filter):
 
 
 logging.getLogger("psycopg.pool").addFilter(_OwnPoolWarnings())
+
+
+# A libpq older than 14 has no pipeline mode: there the booking and the COMMIT of a
+# transactional handler are two round trips instead of one.
+_PIPELINES = psycopg.Pipeline.is_supported()
 
 
 class PostgresStore(Store):
@@ -737,13 +742,9 @@ class PostgresStore(Store):
             rows = connection.execute(self._sql["extend_leases"], params, prepare=False)
             return {row["id"] for row in rows.fetchall()}
 
-    def book_success(
-        self, claims: Sequence[Claim], now: datetime, *, within: Any = None
-    ) -> list[Claim]:
+    def book_success(self, claims: Sequence[Claim], now: datetime) -> list[Claim]:
         if not claims:
             return []
-        if within is not None:
-            return self._book_success(within, claims, now)
         with self._connect() as connection:
             return self._book_success(connection, claims, now)
 
@@ -766,6 +767,20 @@ class PostgresStore(Store):
         if streaks:
             connection.execute(self._sql["reset_failures"], {"ids": _bigint_array(streaks)})
         return done
+
+    def commit_success(self, claim: Claim, now: datetime, *, within: Any) -> bool:
+        params = {"id": claim.occurrence_id, "fence": claim.fence, "now": now}
+        try:
+            with within.pipeline() if _PIPELINES else nullcontext():
+                within.execute(self._sql["book_one_success"], params)
+                if claim.failure_streak:
+                    streak = {"ids": _bigint_array([claim.schedule_id])}
+                    within.execute(self._sql["reset_failures"], streak)
+                within.commit()
+        except psycopg.errors.DivisionByZero:
+            within.rollback()  # the lease was taken over: the handler's writes go with it
+            return False
+        return True
 
     def book_skipped(self, claim: Claim, now: datetime, reason: str) -> bool:
         params = {"id": claim.occurrence_id, "fence": claim.fence, "now": now, "reason": reason}

@@ -681,13 +681,9 @@ class SqliteStore(Store):
         with self._write() as connection:
             return {row[0] for row in connection.execute(self._sql["extend_leases"], params)}
 
-    def book_success(
-        self, claims: Sequence[Claim], now: datetime, *, within: Any = None
-    ) -> list[Claim]:
+    def book_success(self, claims: Sequence[Claim], now: datetime) -> list[Claim]:
         if not claims:
             return []
-        if within is not None:
-            return self._book_success(within, claims, now)
         with self._write() as connection:
             return self._book_success(connection, claims, now)
 
@@ -702,6 +698,14 @@ class SqliteStore(Store):
         if streaks:
             connection.execute(self._sql["reset_failures"], {"ids": json.dumps(streaks)})
         return booked
+
+    def commit_success(self, claim: Claim, now: datetime, *, within: Any) -> bool:
+        params = {"id": claim.occurrence_id, "fence": claim.fence, "now": to_micros(now)}
+        if within.execute(self._sql["book_one_success"], params).fetchone() is None:
+            return False
+        if claim.failure_streak:
+            within.execute(self._sql["reset_failures"], {"ids": json.dumps([claim.schedule_id])})
+        return True
 
     def book_skipped(self, claim: Claim, now: datetime, reason: str) -> bool:
         params = {"id": claim.occurrence_id, "fence": claim.fence, "now": now, "reason": reason}
