@@ -41,9 +41,9 @@ def handlers_section(document: dict[str, Any] | None) -> list[str]:
         f"and server can do (`bench/handlers.py`, {document['date']}, load average {load} at the "
         f"end; medians of {runs} run{'s' if runs != 1 else ''}, each on a copy of a template "
         "database; dup and miss: the worst run; RSS: the largest peak of a worker process). "
-        "Commits: this database's, per job; WAL syncs: the whole server's, per job (other "
-        "databases' work on a shared server shows in them); CPU: milliseconds per job of the "
-        "worker processes (all threads) and of their server backends.",
+        "Commits: this database's, per job; WAL syncs and bytes: the whole server's, per job "
+        "(other databases' work on a shared server shows in them); CPU: milliseconds per job "
+        "of the worker processes (all threads) and of their server backends.",
         "",
         "| scheduler | workers | handlers each | jobs | jobs/s | ÷ pgqueuer | ÷ procrastinate "
         "| share of the limit | commits/job | WAL syncs/job | WAL bytes/job | worker CPU ms/job "

@@ -344,6 +344,24 @@ def _database_counters(dsn: str) -> dict[str, int]:
     return {"commits": commits, "wal_syncs": syncs, "wal_writes": writes, "wal_bytes": lsn}
 
 
+def _wait_for_backends_to_exit(dsn: str, wait_s: float = 5.0) -> int:
+    """Wait until no other connection is left on the database; return the looks it took (each
+    one commit). A backend reports its counts as it exits, and a read just after its worker
+    stopped came out short (0.96 commits per job for the bare loop: one each)."""
+    deadline, looks = time.monotonic() + wait_s, 0
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        while time.monotonic() < deadline:
+            looks += 1
+            row = connection.execute(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            ).fetchone()
+            if row == (0,):
+                break
+            time.sleep(POLL_S)
+    return looks
+
+
 def _cpu_s(pid: int) -> float:
     """CPU seconds process ``pid`` has used (user and system, all its threads); 0 if gone."""
     try:
@@ -431,6 +449,7 @@ def run_once(
                 server_cpu = sum(_cpu_s(pid) for (pid,) in backends)
             finally:
                 harness.stop_workers(procs)
+        polls += _wait_for_backends_to_exit(dsn)
         after = _database_counters(dsn)
         with psycopg.connect(dsn, autocommit=True) as connection:
             drained = connection.execute(
