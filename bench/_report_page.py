@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from _handlers_page import handlers_section
+
 PEER_NAMES = {
     "procrastinate": "procrastinate",
     "pgqueuer": "pgqueuer",
@@ -514,6 +516,9 @@ def render_page(results: dict[str, Any], outcomes: Sequence[Any], meta: dict[str
         *_burst(results),
         *_lag(results, meta),
         *_idle(results),
+        "",
+        *handlers_section(_document(results, "handlers")),
+        *_failed(results, "handlers"),
         *enqueue_section(_document(results, "enqueue")),
         *_failed(results, "enqueue"),
         *_locks(results),

@@ -8,8 +8,10 @@ after the other, oncely's measurement next to its peers' so both see the same ma
    ``.venv-bench`` (procrastinate, pgqueuer, APScheduler 4 on the same burst);
 3. ``bench/worker.py --modes recurring oneoff`` per store (``oncely run``'s lag and idle cost),
    then ``bench/peer_worker.py`` per peer in ``.venv-bench`` (theirs, measured the same way);
-4. ``bench/enqueue.py``: bulk and single enqueue, beside pgqueuer and procrastinate (which it
-   runs in ``.venv-bench`` itself);
+4. ``bench/handlers.py``: a burst whose handlers INSERT into PostgreSQL, beside pgqueuer,
+   procrastinate and the bare loop of the same INSERTs (the peers in ``.venv-bench``, which it
+   runs itself); ``bench/enqueue.py``: bulk and single enqueue, beside pgqueuer and
+   procrastinate (the same way);
 5. ``bench/locks.py``: lock acquire/release pairs per second (no peer has a standalone lock);
 6. ``bench/lint.py``: oncely lint beside flake8, lint-imports and ruff (its own output, quoted).
 
@@ -178,7 +180,15 @@ def plan(
             tasks.append(Task(f"worker-{peer}", PEERS_PYTHON, "peer_worker.py", args, part))
     enqueue = ("--jobs", "200", "--calls", "20") if quick else ()
     enqueue_peers = ("--peers", *(p for p in peers if p in ("pgqueuer", "procrastinate")))
+    handlers = ("--jobs", "200", "--workers", "1") if quick else ()
+    handler_peers = ("--subjects", "oncely", "oncely-transactional", *enqueue_peers[1:], "bare")
     tasks += [
+        Task(
+            "handlers",
+            ONCELY_PYTHON,
+            "handlers.py",
+            (*r, *handlers, *(handler_peers if peers else ("--no-peers",))),
+        ),
         Task(
             "enqueue",
             ONCELY_PYTHON,
@@ -220,7 +230,7 @@ def merge(outcomes: Sequence[Outcome]) -> dict[str, Outcome]:
 
 
 #: Bench files that only make the page from the outcomes: changing them measures nothing anew.
-PAGE_FILES = ("report.py", "_report_page.py", "_lag_chart.py")
+PAGE_FILES = ("report.py", "_report_page.py", "_handlers_page.py", "_lag_chart.py")
 
 
 def source_digest() -> str:

@@ -23,6 +23,7 @@ SECTIONS = (
     "### Recurring: 5 schedules due every second",
     "### One-offs: 5 due at each whole second, enqueued beforehand",
     "## Idle cost",
+    "## Real handlers",
     "## Enqueue",
     "## Lock throughput",
     "## Lint speed",
@@ -59,6 +60,7 @@ def test_report_writes_every_section_and_the_chart(
     for row in ("| oncely | PostgreSQL | 1 |", "| pgqueuer | PostgreSQL | 1 |"):  # burst
         assert row in page
     assert "| pgqueuer (as bench/_peers/pgqueuer_peer.py" in page  # enqueue
+    assert "| pgqueuer | 1 | 10 | 200 |" in page  # real handlers
     lag_rows = [line for line in page.splitlines() if line.startswith("| pgqueuer | `")]
     assert len(lag_rows) == 3  # recurring, one-off, idle
     assert "| oncely lint |" in page
@@ -105,7 +107,8 @@ def test_report_of_oncely_alone_writes_every_section_without_the_peers_venv(
     assert {row.split(" | ")[0] for row in rows} >= {"| oncely", "| SQLite", "| PostgreSQL"}
     assert [row for row in rows if row.startswith(("| pgqueuer", "| procrastinate", "| APS"))] == []
     assert sorted(p.name for p in results.iterdir()) == [
-        "burst-oncely.json", "enqueue.json", "lint.json", "locks.json", "recurrence.json",
+        "burst-oncely.json", "enqueue.json", "handlers.json", "lint.json", "locks.json",
+        "recurrence.json",
         "worker-postgres-idle.json", "worker-postgres-oneoff.json",
         "worker-postgres-recurring.json", "worker-sqlite-idle.json",
         "worker-sqlite-oneoff.json", "worker-sqlite-recurring.json",

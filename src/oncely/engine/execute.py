@@ -186,7 +186,7 @@ class Executor:
                     self._call(job, run)
                 except Exception as exc:
                     raise _HandlerFailed(exc) from exc
-                if not self.store.book_success([run.claim], self.clock(), within=connection):
+                if not self.store.commit_success(run.claim, self.clock(), within=connection):
                     raise _LeaseLost
         except _HandlerFailed as failed:
             return self._failed(claim, job, failed.error)

@@ -21,23 +21,16 @@ class Bookings(Dialect):
             rows = self._rows(connection, "extend_leases", self._leases_until(leases))
         return {row["id"] for row in rows}
 
-    def book_success(
-        self, claims: Sequence[Claim], now: datetime, *, within: Any = None
-    ) -> list[Claim]:
+    def book_success(self, claims: Sequence[Claim], now: datetime) -> list[Claim]:
         if not claims:
             return []
-        if within is not None:
-            return self._book_success(within, claims, now)
         with self._writing() as connection:
-            return self._book_success(connection, claims, now)
-
-    def _book_success(self, connection: Any, claims: Sequence[Claim], now: datetime) -> list[Claim]:
-        rows = self._rows(connection, "book_success", {**self._claims(claims), "now": now})
-        booked = {row["id"] for row in rows}
-        done = [c for c in claims if c.occurrence_id in booked]
-        streaks = sorted({c.schedule_id for c in done if c.failure_streak})
-        if streaks:
-            self._changed(connection, "reset_failures", {"ids": self._ints(streaks)})
+            rows = self._rows(connection, "book_success", {**self._claims(claims), "now": now})
+            booked = {row["id"] for row in rows}
+            done = [c for c in claims if c.occurrence_id in booked]
+            streaks = sorted({c.schedule_id for c in done if c.failure_streak})
+            if streaks:
+                self._changed(connection, "reset_failures", {"ids": self._ints(streaks)})
         return done
 
     def book_skipped(self, claim: Claim, now: datetime, reason: str) -> bool:

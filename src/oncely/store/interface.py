@@ -302,16 +302,24 @@ class Store(ABC):
         """
 
     @abstractmethod
-    def book_success(
-        self, claims: Sequence[Claim], now: datetime, *, within: Any = None
-    ) -> list[Claim]:
+    def book_success(self, claims: Sequence[Claim], now: datetime) -> list[Claim]:
         """Record each of ``claims`` as succeeded, reset their schedules' failure streaks, and
         return the ones booked, in one transaction.
 
         Conditional on each claim's fence and status ``running``: a second booking of the same
         attempt, or one whose lease was taken over, changes nothing and is left out of the
-        result. ``within`` is a connection from `transaction`: the booking commits, or rolls
-        back, with it.
+        result.
+        """
+
+    @abstractmethod
+    def commit_success(self, claim: Claim, now: datetime, *, within: Any) -> bool:
+        """Book ``claim``'s success as the last statement of ``within`` (a connection from
+        `transaction`), conditional as `book_success` (failure streak reset too); return
+        whether it was booked.
+
+        The caller leaves the transaction block next: committing it when booked, rolling it
+        back when not (the lease was taken over). A store may send the booking and the COMMIT
+        in one round trip; when not booked it has then rolled the transaction back itself.
         """
 
     @abstractmethod

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -309,6 +309,20 @@ class PostgresStore(PostgresConnections, SqlStore):
         with self._connect() as connection:
             yield connection, self._rows(connection, name, params)
 
+    def commit_success(self, claim: Claim, now: datetime, *, within: Any) -> bool:
+        params = {"id": claim.occurrence_id, "fence": claim.fence, "now": now}
+        try:
+            with within.pipeline() if _PIPELINES else nullcontext():
+                within.execute(self._sql["book_one_success"], params)
+                if claim.failure_streak:
+                    streak = {"ids": _bigint_array([claim.schedule_id])}
+                    within.execute(self._sql["reset_failures"], streak)
+                within.commit()
+        except psycopg.errors.DivisionByZero:
+            within.rollback()  # the lease was taken over: the handler's writes go with it
+            return False
+        return True
+
     def _rows(self, connection: Any, name: str, params: Mapping[str, Any]) -> list[Row]:
         cursor = self._cursor_on(connection)
         cursor.execute(self._statement(name, params), params, prepare=_prepared(name))
@@ -348,6 +362,11 @@ class PostgresStore(PostgresConnections, SqlStore):
 
     def _leases_until(self, leases: Sequence[tuple[Claim, datetime]]) -> dict[str, Any]:
         return {**self._claims([c for c, _ in leases]), "untils": [until for _, until in leases]}
+
+
+# A libpq older than 14 has no pipeline mode: there the booking and the COMMIT of a
+# transactional handler are two round trips instead of one.
+_PIPELINES = psycopg.Pipeline.is_supported()
 
 
 # Planned for their arrays every time, never prepared: statistics taken while nothing ran say

@@ -348,6 +348,14 @@ class SqliteStore(SqliteConnections, SqlStore):
         with self._write() as connection:
             yield connection, found
 
+    def commit_success(self, claim: Claim, now: datetime, *, within: Any) -> bool:
+        params = {"id": claim.occurrence_id, "fence": claim.fence, "now": now}
+        if not self._rows(within, "book_one_success", params):
+            return False
+        if claim.failure_streak:
+            self._changed(within, "reset_failures", {"ids": self._ints([claim.schedule_id])})
+        return True
+
     def _rows(self, connection: Any, name: str, params: Mapping[str, Any]) -> list[Row]:
         cursor = connection.execute(self._sql[name], _bind(params))
         return [_values(cursor, row) for row in cursor.fetchall()]

@@ -16,6 +16,7 @@ from oncely.errors import OncelyError
 from oncely.worker import pacing
 from oncely.worker.health import Health
 from oncely.worker.housekeeping import Housekeeping
+from oncely.worker.leases import heartbeat_at
 from oncely.worker.metrics import Metrics
 from oncely.worker.outage import Outage
 from oncely.worker.pool import HandlerPool, Held, Shared
@@ -37,7 +38,7 @@ class Cycle:
         wake_cap: float,
         housekeeping: Housekeeping,
         sync_clock: Callable[[], None],
-        poke_heartbeats: Callable[[], None],
+        poke_heartbeats: Callable[[datetime], None],
         metrics: Metrics,
         health: Health,
         outage: Outage,
@@ -244,7 +245,8 @@ class Cycle:
                 self._shared.early.sort(key=lambda h: h.claim.run_after)
             self._shared.ready.extend(ready)
         if claims:
-            self._poke_heartbeats()  # a shorter lease than any held may need a beat sooner
+            # A shorter lease than any held may need a beat sooner.
+            self._poke_heartbeats(min(heartbeat_at(held) for held in (*ready, *early)))
 
     def _pace(self) -> None:
         """Size ``_prefetch`` by how fast handlers finish (`pacing.prefetch`); give back what
@@ -262,7 +264,10 @@ class Cycle:
             waiting = len(shared.ready)
         self._prefetch = pacing.prefetch(self.concurrency, duration)
         if waiting > 2 * self._prefetch:
-            self._give_back(waiting - self._prefetch)
+            # Down to twice the prefetch, not to it: handler durations wobble on a loaded
+            # machine, and each wobble gave back hundreds of claims to take again a moment
+            # later, three claims and releases per occurrence run in a burst.
+            self._give_back(waiting - 2 * self._prefetch)
 
     def _give_back(self, count: int) -> None:
         """Release the ``count`` claims last in the queue, for any worker to take."""

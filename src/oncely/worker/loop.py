@@ -113,7 +113,7 @@ class Worker:
             wake_cap=wake_cap,
             housekeeping=self.housekeeping,
             sync_clock=parts.sync_clock,
-            poke_heartbeats=lambda: self._heartbeats.poke(),
+            poke_heartbeats=lambda first_beat: self._heartbeats.poke(first_beat),
             metrics=self.metrics,
             health=self.health,
             outage=self.outage,

@@ -376,6 +376,14 @@ WHERE oncely_occurrences.id = v.id AND oncely_occurrences.status = 'running'
   AND oncely_occurrences.fence = v.fence
 RETURNING id, schedule_id;
 
+-- name: book_one_success
+-- One attempt's success, conditional as book_success.
+UPDATE oncely_occurrences
+SET status = 'succeeded', finished_at = :now, error = NULL, lease_owner = NULL,
+    lease_expires_at = NULL
+WHERE id = :id AND status = 'running' AND fence = :fence
+RETURNING id;
+
 -- name: book_retry
 UPDATE oncely_occurrences
 SET status = 'retrying', run_after = :retry_at, finished_at = :now, error = :error,

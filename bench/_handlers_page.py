@@ -1,0 +1,94 @@
+"""The "Real handlers" section of ``docs/performance.md``, from ``bench/handlers.py``'s document,
+and the one way a bench script replaces its own section of that page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+TITLES = {
+    "oncely": "oncely at_least_once",
+    "oncely-transactional": "oncely transactional (`run.connection`)",
+    "pgqueuer": "pgqueuer",
+    "procrastinate": "procrastinate",
+    "bare": "bare loop, no scheduler (the limit)",
+}
+HEADING = "## Real handlers"
+
+
+def _cell(value: Any, spec: str = ",.0f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _ratio(ours: Any, theirs: Any) -> str:
+    return "-" if ours is None or not theirs else f"{ours / theirs:.2f}"
+
+
+def handlers_section(document: dict[str, Any] | None) -> list[str]:
+    """The section's lines, heading first (None: not measured)."""
+    lines = [HEADING, ""]
+    if not document:
+        return [*lines, "Not measured in this run."]
+    results = document["results"]
+    load = ", ".join(f"{value:.1f}" for value in document["load"])
+    runs = document["runs"]
+    lines += [
+        f"{document['jobs']:,} one-offs due now, each handler one autocommit `INSERT` of its "
+        f"job's key through a connection from its process's pool of {document['handlers']} "
+        "(psycopg), at most that many handlers at once per process; the transactional variant "
+        "writes it through `run.connection`, committed with the booking. The bare loop is the "
+        "same INSERTs from as many threads and connections with no scheduler: what this machine "
+        f"and server can do (`bench/handlers.py`, {document['date']}, load average {load} at the "
+        f"end; medians of {runs} run{'s' if runs != 1 else ''}, each on a copy of a template "
+        "database; dup and miss: the worst run; RSS: the largest peak of a worker process). "
+        "Commits: this database's, per job; WAL syncs and bytes: the whole server's, per job "
+        "(other databases' work on a shared server shows in them); CPU: milliseconds per job "
+        "of the worker processes (all threads) and of their server backends.",
+        "",
+        "| scheduler | workers | handlers each | jobs | jobs/s | ÷ pgqueuer | ÷ procrastinate "
+        "| share of the limit | commits/job | WAL syncs/job | WAL bytes/job | worker CPU ms/job "
+        "| server CPU ms/job | peak RSS MB | dup | miss | load |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    for count in map(str, document["workers"]):
+
+        def rate(subject: str, count: str = count) -> Any:
+            entry = results.get(subject, {}).get(count)
+            return None if entry is None else entry["median"]["jobs_per_s"]
+
+        for subject, title in TITLES.items():
+            entry = results.get(subject, {}).get(count)
+            if entry is None:
+                continue
+            med = entry["median"]
+            ours = med["jobs_per_s"]
+            share = None if ours is None or not rate("bare") else ours / rate("bare")
+            lines.append(
+                f"| {title} | {count} | {med['handlers_per_process']} | {med['jobs']:,} "
+                f"| {_cell(ours)} | {_ratio(ours, rate('pgqueuer'))} "
+                f"| {_ratio(ours, rate('procrastinate'))} "
+                f"| {_cell(share, '.0%')} | {_cell(med['commits_per_job'], '.2f')} "
+                f"| {_cell(med['wal_syncs_per_job'], '.2f')} "
+                f"| {_cell(med['wal_bytes_per_job'])} "
+                f"| {_cell(med['worker_cpu_ms_per_job'], '.3f')} "
+                f"| {_cell(med['server_cpu_ms_per_job'], '.3f')} "
+                f"| {_cell(med['peak_rss_mb'], '.0f')} "
+                f"| {med['duplicates']} | {med['missing']} | {_cell(med['load'], '.1f')} |"
+            )
+    return [*lines, "", f"Command: `{document['command']}`."]
+
+
+def write_section(page: Path, section: list[str]) -> None:
+    """Replace the section of ``page`` headed ``section[0]`` (or add it before "Commands")."""
+    lines = page.read_text().split("\n")
+    heading = section[0]
+    if heading in lines:
+        start = lines.index(heading)
+        end = next(
+            (n for n in range(start + 1, len(lines)) if lines[n].startswith("## ")), len(lines)
+        )
+        lines[start:end] = [*section, ""]
+    else:
+        at = lines.index("## Commands") if "## Commands" in lines else len(lines)
+        lines[at:at] = [*section, ""]
+    page.write_text("\n".join(lines))
