@@ -188,6 +188,33 @@ def test_an_at_most_once_one_off_claimed_beside_a_long_handler_is_not_abandoned_
     assert sorted(ran) == ["notify:7", "report"]
 
 
+def test_a_timer_cancelled_while_its_retry_waits_runs_when_deferred_again(
+    make_app: MakeApp, clock: Clock
+) -> None:
+    """Found by the engine model: a timer's first attempt was lost (here: failed) and its retry
+    waited; the timer was cancelled, then deferred again at the same time. It read "unscheduled"
+    and never ran."""
+    app = make_app()
+    attempts: list[int] = []
+
+    @app.job(name="remind")
+    def remind(run: oncely.Run) -> None:
+        attempts.append(run.attempt)
+        if run.attempt == 1:
+            raise RuntimeError("the first attempt fails")
+
+    clock.set(MONDAY)
+    app.defer("remind", at=MONDAY, key="remind:9")
+    app.tick()
+    assert [o.status for o in app.history(key="remind:9")] == ["retrying"]
+    app.unschedule("remind:9")
+    app.defer("remind", at=MONDAY, key="remind:9")
+    clock.advance(hours=1)
+    app.tick()
+    assert attempts == [1, 2]
+    assert [o.status for o in app.history(key="remind:9")] == ["succeeded"]
+
+
 def test_a_claim_taken_ahead_and_given_back_never_runs_early(
     make_app: MakeApp, clock: Clock
 ) -> None:

@@ -61,9 +61,9 @@ WITH saved AS (
         ordinal = excluded.ordinal, origin = excluded.origin, status = excluded.status,
         reason = excluded.reason, run_after = excluded.run_after,
         created_at = excluded.created_at, finished_at = NULL
-    WHERE oncely_occurrences.status = 'skipped' AND oncely_occurrences.attempts = 0
-      AND oncely_occurrences.started_at IS NULL
-      AND (oncely_occurrences.reason LIKE 'superseded:%%'
+    WHERE oncely_occurrences.status = 'skipped'
+      AND ((oncely_occurrences.attempts = 0 AND oncely_occurrences.started_at IS NULL
+            AND oncely_occurrences.reason LIKE 'superseded:%%')
            OR oncely_occurrences.reason LIKE 'unscheduled:%%')
 )
 SELECT tenant, key, paused, status, next_run_at, created_at, updated_at FROM saved;
@@ -137,6 +137,8 @@ RETURNING id;
 -- occurrence, by any process, does nothing. Except over a row an edit or an unschedule skipped
 -- before it ever started: planned again (a timer moved away and back, a trigger changed a second
 -- before its run), it is planned anew. Left as it was, it held the slot and the new plan was lost.
+-- An unschedule also skips an attempt waiting to retry, which never succeeded either: a timer
+-- cancelled then, and deferred again at its time, read "unscheduled" for ever and never ran.
 INSERT INTO oncely_occurrences
     (schedule_id, tenant, scheduled_for, local_wall, fold, dst_note, ordinal, origin, status,
      reason, run_after, created_at)
@@ -148,9 +150,10 @@ ON CONFLICT (schedule_id, scheduled_for) DO UPDATE SET
     ordinal = excluded.ordinal, origin = excluded.origin, status = excluded.status,
     reason = excluded.reason, run_after = excluded.run_after, created_at = excluded.created_at,
     finished_at = NULL
-WHERE oncely_occurrences.status = 'skipped' AND oncely_occurrences.attempts = 0
-  AND oncely_occurrences.started_at IS NULL
-  AND (oncely_occurrences.reason LIKE 'superseded:%%' OR oncely_occurrences.reason LIKE 'unscheduled:%%');
+WHERE oncely_occurrences.status = 'skipped'
+  AND ((oncely_occurrences.attempts = 0 AND oncely_occurrences.started_at IS NULL
+        AND oncely_occurrences.reason LIKE 'superseded:%%')
+       OR oncely_occurrences.reason LIKE 'unscheduled:%%');
 
 -- name: next_schedule_due
 -- jobs NULL: any job; after NULL: any time.
