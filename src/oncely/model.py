@@ -25,6 +25,8 @@ class Schedule:
     ``status_reason`` saying why): one bad stored rule stops its own schedule and nothing else.
     ``tenant`` is None for a schedule that belongs to no tenant. ``next_run_at`` is the next
     occurrence not yet materialised, None when there is none (ended, invalid or removed).
+    ``paused_until``: when a pause ends by itself (``App.pause(key, until=...)``); None when it
+    lasts until resumed, or the schedule is not paused.
     """
 
     key: str
@@ -39,6 +41,7 @@ class Schedule:
     status_reason: str | None = None
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    paused_until: datetime | None = None
 
 
 OccurrenceStatus = Literal[

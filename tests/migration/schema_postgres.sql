@@ -110,6 +110,7 @@ CREATE TABLE public.oncely_schedules (
     created_at timestamp with time zone NOT NULL,
     updated_at timestamp with time zone NOT NULL,
     keyless boolean DEFAULT false NOT NULL,
+    paused_until timestamp with time zone,
     CONSTRAINT oncely_schedules_origin_check CHECK ((origin = ANY (ARRAY['code'::text, 'api'::text]))),
     CONSTRAINT oncely_schedules_status_check CHECK ((status = ANY (ARRAY['active'::text, 'ended'::text, 'invalid'::text, 'removed'::text]))),
     CONSTRAINT oncely_schedules_trigger_kind_check CHECK ((trigger_kind = ANY (ARRAY['cron'::text, 'every'::text, 'rrule'::text, 'at'::text])))
@@ -193,6 +194,8 @@ CREATE INDEX oncely_occurrences_recent ON public.oncely_occurrences USING btree 
 CREATE INDEX oncely_schedules_due ON public.oncely_schedules USING btree (next_run_at) WHERE ((status = 'active'::text) AND (NOT paused) AND (next_run_at IS NOT NULL));
 
 CREATE INDEX oncely_schedules_keyless_done ON public.oncely_schedules USING btree (updated_at) WHERE (keyless AND (status = ANY (ARRAY['ended'::text, 'removed'::text])));
+
+CREATE INDEX oncely_schedules_pause_ends ON public.oncely_schedules USING btree (paused_until) WHERE (paused_until IS NOT NULL);
 
 CREATE INDEX oncely_sweeps_finished ON public.oncely_sweeps USING btree (finished_at, id);
 

@@ -115,6 +115,18 @@ def granted_dashboard(app: oncely.App) -> Any:
     return dashboard(app, auth=who_is, grants=grants_of, secret=b"test secret")
 
 
+def ada(token: str, **more: str) -> dict[str, str]:
+    """The headers of a same-origin request by ada, who is granted every action."""
+    return {"cookie": "who=ada", "sec-fetch-site": "same-origin", **more}
+
+
+def token_of(asgi: object, who: str = "ada") -> str:
+    """The form token the dashboard gives ``who`` on a page."""
+    page = call(asgi, "GET", "/schedules/beat", headers={"cookie": f"who={who}"})
+    marker = 'name="csrf" value="'
+    return page.body.split(marker, 1)[1].split('"', 1)[0]
+
+
 @dataclass
 class Answer:
     status: int

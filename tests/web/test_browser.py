@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -159,9 +159,14 @@ def test_each_action_with_a_grant_changes_the_store_and_is_recorded(page: Page, 
     triggered = app.history("beat", since=now, until=now + timedelta(seconds=1))
     assert [o.origin for o in triggered] == ["trigger"]
 
+    page.locator("form.action:has(button[value=pause]) input[name=until]").fill(
+        "2026-03-27T14:00:00"
+    )
     act(page, "pause", "vendor outage")
     expect(page.locator("button[value=resume]")).to_be_visible()
-    assert next(s for s in app.schedules(key_prefix="beat") if s.key == "beat").paused
+    expect(page.locator("p.facts")).to_contain_text("paused until 2026-03-27 14:00:00")
+    beat = next(s for s in app.schedules(key_prefix="beat") if s.key == "beat")
+    assert (beat.paused, beat.paused_until) == (True, datetime(2026, 3, 27, 14, tzinfo=UTC))
     act(page, "resume", "vendor back")
     expect(page.locator("button[value=pause]")).to_be_visible()
     assert not next(s for s in app.schedules(key_prefix="beat") if s.key == "beat").paused

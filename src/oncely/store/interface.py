@@ -153,9 +153,26 @@ class Store(ABC):
 
     @abstractmethod
     def set_paused(
-        self, tenant: str | None, key: str, paused: bool, now: datetime, *, within: Any = None
+        self,
+        tenant: str | None,
+        key: str,
+        paused: bool,
+        now: datetime,
+        *,
+        until: datetime | None = None,
+        within: Any = None,
     ) -> Schedule:
-        """Pause or resume schedule (tenant, key); raise `UnknownSchedule` if absent or removed."""
+        """Pause or resume schedule (tenant, key); raise `UnknownSchedule` if absent or removed.
+
+        ``until`` (pausing only): the pause ends by itself then (`resume_ended_pauses`); None,
+        and any resume, clears a pause's end: it lasts until resumed by hand."""
+
+    @abstractmethod
+    def resume_ended_pauses(self, now: datetime, actor: str, limit: int = 100) -> list[Action]:
+        """Resume the schedules, not removed, whose pause ended (``paused_until`` at or before
+        ``now``; NULL never ends), at most ``limit``, the earliest ended first, and record each
+        resume as an `Action` by ``actor`` in the same transaction; return those actions. One
+        another process is resuming at the same moment is left to it."""
 
     @abstractmethod
     def remove_schedule(
@@ -351,8 +368,9 @@ class Store(ABC):
     ) -> datetime | None:
         """Return when something of ``jobs`` (None: any job) next comes due: the earliest next
         run of an active, unpaused schedule, or the earliest ``run_after`` of a pending or
-        retrying occurrence a claim could take (its schedule neither paused nor removed); None
-        when there is neither. With ``after``, only times later than it count.
+        retrying occurrence a claim could take (its schedule neither paused nor removed), or the
+        earliest end of a pause (`set_paused` ``until``); None when there is none of these. With
+        ``after``, only times later than it count.
         """
 
     @abstractmethod

@@ -397,15 +397,45 @@ class PostgresStore(Store):
         return [row["key"] for row in rows]
 
     def set_paused(
-        self, tenant: str | None, key: str, paused: bool, now: datetime, *, within: Any = None
+        self,
+        tenant: str | None,
+        key: str,
+        paused: bool,
+        now: datetime,
+        *,
+        until: datetime | None = None,
+        within: Any = None,
     ) -> Schedule:
-        params = {"tenant": tenant_column(tenant), "key": key, "paused": paused, "now": now}
+        params = {
+            "tenant": tenant_column(tenant), "key": key, "paused": paused, "now": now,
+            "until": until if paused else None,
+        }  # fmt: skip
         with self._session(within) as (connection, own):
             cursor = self._cursor(connection, own)
             row = cursor.execute(self._sql["set_paused"], params).fetchone()
-            if row is not None and not paused:
+            # A pause's end is a wake-up time too: a worker asleep past it would resume late.
+            if row is not None and (not paused or until is not None):
                 cursor.execute(self._sql["notify_change"])
         return known(None if row is None else records.schedule(row), tenant, key)
+
+    def resume_ended_pauses(self, now: datetime, actor: str, limit: int = 100) -> list[Action]:
+        with self._connect() as connection:
+            ended = connection.execute(
+                self._sql["lock_ended_pauses"], {"now": now, "limit": limit}
+            ).fetchall()
+            if not ended:
+                return []
+            resumed = [records.pause_ended(row, now, actor) for row in ended]
+            with connection.cursor() as cursor:
+                cursor.executemany(
+                    self._sql["end_pause"], [{"id": row["id"], "now": now} for row in ended]
+                )
+                cursor.executemany(
+                    self._sql["insert_action"],
+                    [housekeeping.action_params(action) for action in resumed],
+                )
+            connection.execute(self._sql["notify_change"])
+        return resumed
 
     def remove_schedule(
         self, tenant: str | None, key: str, now: datetime, *, within: Any = None
@@ -820,9 +850,10 @@ class PostgresStore(Store):
         with self._connect() as connection:
             schedule = connection.execute(self._sql["next_schedule_due"], params).fetchone()
             occurrence = connection.execute(self._sql["next_occurrence_due"], params).fetchone()
+            pause_end = connection.execute(self._sql["next_pause_end"], params).fetchone()
         due = [
             row["min"].astimezone(UTC)
-            for row in (schedule, occurrence)
+            for row in (schedule, occurrence, pause_end)
             if row is not None and row["min"] is not None
         ]
         return min(due, default=None)

@@ -11,6 +11,7 @@ from oncely.errors import ConfigurationError, InvalidSchedule, OncelyError, Unkn
 from oncely.model import (
     NO_TENANT,
     Abandoned,
+    Action,
     Occurrence,
     OccurrenceOrigin,
     OccurrenceStatus,
@@ -151,6 +152,7 @@ def saved(values: Mapping[str, Any], item: Saving) -> Schedule:
         trigger=item.trigger,
         next_run_at=_utc(values["next_run_at"]) if status == "active" else None,
         paused=bool(values["paused"]),
+        paused_until=_utc(values.get("paused_until")),
         status=status,
         tenant=item.tenant,
         payload=item.payload,
@@ -244,6 +246,7 @@ def schedule(values: Mapping[str, Any]) -> Schedule:
         trigger=trigger,
         next_run_at=next_run_at if status == "active" else None,
         paused=bool(values["paused"]),
+        paused_until=_utc(values.get("paused_until")),
         status=status,
         tenant=tenant_of(values["tenant"]),
         payload=payload,
@@ -346,4 +349,19 @@ def abandoned(values: Mapping[str, Any]) -> Abandoned:
         owner=values["lease_owner"],
         attempts=values["attempts"],
         job=values["job"],
+    )
+
+
+def pause_ended(values: Mapping[str, Any], now: datetime, actor: str) -> Action:
+    """The `Action` recording that the pause of schedule row ``values`` ended by itself."""
+    until = _utc(values["paused_until"])
+    assert until is not None
+    return Action(
+        now,
+        values["key"],
+        tenant_of(values["tenant"]),
+        "resume",
+        actor,
+        f"the pause until {until.isoformat()} ended",
+        "resumed by itself",
     )

@@ -77,7 +77,7 @@ _TIME_COLUMNS = frozenset(
     {
         "next_run_at", "created_at", "updated_at", "scheduled_for", "started_at", "finished_at",
         "run_after", "lease_expires_at", "expires_at", "first_seen_at", "last_seen_at",
-        "applied_at", "previous_finished_at", "at", "horizon",
+        "applied_at", "previous_finished_at", "at", "horizon", "paused_until",
     }
 )  # fmt: skip
 
@@ -421,12 +421,38 @@ class SqliteStore(Store):
         return [row[0] for row in rows]
 
     def set_paused(
-        self, tenant: str | None, key: str, paused: bool, now: datetime, *, within: Any = None
+        self,
+        tenant: str | None,
+        key: str,
+        paused: bool,
+        now: datetime,
+        *,
+        until: datetime | None = None,
+        within: Any = None,
     ) -> Schedule:
-        params = {"tenant": tenant_column(tenant), "key": key, "paused": int(paused), "now": now}
+        params = {
+            "tenant": tenant_column(tenant), "key": key, "paused": int(paused), "now": now,
+            "until": until if paused else None,
+        }  # fmt: skip
         with self._write(within) as connection:
             found = self._one(connection, "set_paused", params)
         return known(found, tenant, key)
+
+    def resume_ended_pauses(self, now: datetime, actor: str, limit: int = 100) -> list[Action]:
+        with self._write() as connection:
+            cursor = connection.execute(
+                self._sql["lock_ended_pauses"], _bind({"now": now, "limit": limit})
+            )
+            ended = [_values(cursor, row) for row in cursor.fetchall()]
+            resumed = [records.pause_ended(row, now, actor) for row in ended]
+            connection.executemany(
+                self._sql["end_pause"], [_bind({"id": row["id"], "now": now}) for row in ended]
+            )
+            connection.executemany(
+                self._sql["insert_action"],
+                [_bind(housekeeping.action_params(action)) for action in resumed],
+            )
+        return resumed
 
     def remove_schedule(
         self, tenant: str | None, key: str, now: datetime, *, within: Any = None
@@ -786,7 +812,8 @@ class SqliteStore(Store):
             schedule = connection.execute(self._sql["next_schedule_due"], params).fetchone()[0]
             found = connection.execute(self._sql["next_occurrence_due"], params).fetchone()
             occurrence = None if found is None else found[0]
-        due = [from_micros(v) for v in (schedule, occurrence) if v is not None]
+            pause_end = connection.execute(self._sql["next_pause_end"], params).fetchone()[0]
+        due = [from_micros(v) for v in (schedule, occurrence, pause_end) if v is not None]
         return min(due, default=None)
 
     def history(

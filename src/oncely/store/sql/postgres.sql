@@ -80,8 +80,8 @@ ORDER BY s.tenant, s.key
 FOR UPDATE OF s;
 
 -- name: select_schedule
-SELECT id, tenant, key, job, origin, trigger_spec, payload, paused, status, status_reason,
-    next_run_at, created_at, updated_at
+SELECT id, tenant, key, job, origin, trigger_spec, payload, paused, paused_until, status,
+    status_reason, next_run_at, created_at, updated_at
 FROM oncely_schedules
 WHERE tenant = %(tenant)s AND key = %(key)s AND status <> 'removed';
 
@@ -89,8 +89,8 @@ WHERE tenant = %(tenant)s AND key = %(key)s AND status <> 'removed';
 -- One page of the schedules, by (tenant, key), after (after_tenant, after_key). Each filter's
 -- NULL arm is spelled out: a NULL filter means "any". Listing a million per-user reminders at
 -- once was the only way before. Unscheduled ones are listed only when asked for by status.
-SELECT id, tenant, key, job, origin, trigger_spec, payload, paused, status, status_reason,
-    next_run_at, created_at, updated_at
+SELECT id, tenant, key, job, origin, trigger_spec, payload, paused, paused_until, status,
+    status_reason, next_run_at, created_at, updated_at
 FROM oncely_schedules
 WHERE (status <> 'removed' OR %(status)s::text = 'removed')
   AND (%(all_tenants)s OR tenant = %(tenant)s)
@@ -102,10 +102,30 @@ ORDER BY tenant, key
 LIMIT %(limit)s;
 
 -- name: set_paused
-UPDATE oncely_schedules SET paused = %(paused)s, updated_at = %(now)s
+UPDATE oncely_schedules SET paused = %(paused)s, paused_until = %(until)s, updated_at = %(now)s
 WHERE tenant = %(tenant)s AND key = %(key)s AND status <> 'removed'
-RETURNING id, tenant, key, job, origin, trigger_spec, payload, paused, status, status_reason,
-    next_run_at, created_at, updated_at;
+RETURNING id, tenant, key, job, origin, trigger_spec, payload, paused, paused_until, status,
+    status_reason, next_run_at, created_at, updated_at;
+
+-- name: lock_ended_pauses
+-- Schedules whose pause ended at or before now, locked to be resumed (end_pause). One another
+-- worker is resuming right now is skipped, not waited for.
+SELECT id, tenant, key, paused_until FROM oncely_schedules
+WHERE paused_until IS NOT NULL AND paused_until <= %(now)s AND paused AND status <> 'removed'
+ORDER BY paused_until
+LIMIT %(limit)s
+FOR UPDATE OF oncely_schedules SKIP LOCKED;
+
+-- name: end_pause
+UPDATE oncely_schedules SET paused = false, paused_until = NULL, updated_at = %(now)s
+WHERE id = %(id)s;
+
+-- name: next_pause_end
+-- When the next pause ends, a wake-up time like a due one. jobs NULL: any job; after NULL: any.
+SELECT min(paused_until) FROM oncely_schedules
+WHERE paused_until IS NOT NULL AND paused AND status <> 'removed'
+  AND (%(jobs)s::text[] IS NULL OR job = ANY(%(jobs)s::text[]))
+  AND (%(after)s::timestamptz IS NULL OR paused_until > %(after)s::timestamptz);
 
 -- name: skip_waiting
 -- What a removed schedule had waiting (to run, or to retry) will not run: it is recorded so.
@@ -118,8 +138,8 @@ WHERE status IN ('pending', 'retrying')
 -- A removed schedule stops firing and stays, with its occurrences, as history.
 UPDATE oncely_schedules SET status = 'removed', next_run_at = NULL, updated_at = %(now)s
 WHERE tenant = %(tenant)s AND key = %(key)s AND status <> 'removed'
-RETURNING id, tenant, key, job, origin, trigger_spec, payload, paused, status, status_reason,
-    next_run_at, created_at, updated_at;
+RETURNING id, tenant, key, job, origin, trigger_spec, payload, paused, paused_until, status,
+    status_reason, next_run_at, created_at, updated_at;
 
 -- name: advance_schedule
 -- Compare-and-swap on next_run_at: of two processes materialising the same schedule, one moves it

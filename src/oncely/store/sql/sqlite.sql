@@ -53,8 +53,8 @@ FROM json_each(:pairs) AS p
 JOIN oncely_schedules s ON s.tenant = p.value ->> 0 AND s.key = p.value ->> 1;
 
 -- name: select_schedule
-SELECT id, tenant, key, job, origin, trigger_spec, payload, paused, status, status_reason,
-    next_run_at, created_at, updated_at
+SELECT id, tenant, key, job, origin, trigger_spec, payload, paused, paused_until, status,
+    status_reason, next_run_at, created_at, updated_at
 FROM oncely_schedules
 WHERE tenant = :tenant AND key = :key AND status <> 'removed';
 
@@ -62,8 +62,8 @@ WHERE tenant = :tenant AND key = :key AND status <> 'removed';
 -- One page of the schedules, by (tenant, key), after (after_tenant, after_key). Each filter's
 -- NULL arm is spelled out: a NULL filter means "any". Listing a million per-user reminders at
 -- once was the only way before. Unscheduled ones are listed only when asked for by status.
-SELECT id, tenant, key, job, origin, trigger_spec, payload, paused, status, status_reason,
-    next_run_at, created_at, updated_at
+SELECT id, tenant, key, job, origin, trigger_spec, payload, paused, paused_until, status,
+    status_reason, next_run_at, created_at, updated_at
 FROM oncely_schedules
 WHERE (status <> 'removed' OR :status = 'removed')
   AND (:all_tenants OR tenant = :tenant)
@@ -75,10 +75,29 @@ ORDER BY tenant, key
 LIMIT :limit;
 
 -- name: set_paused
-UPDATE oncely_schedules SET paused = :paused, updated_at = :now
+UPDATE oncely_schedules SET paused = :paused, paused_until = :until, updated_at = :now
 WHERE tenant = :tenant AND key = :key AND status <> 'removed'
-RETURNING id, tenant, key, job, origin, trigger_spec, payload, paused, status, status_reason,
-    next_run_at, created_at, updated_at;
+RETURNING id, tenant, key, job, origin, trigger_spec, payload, paused, paused_until, status,
+    status_reason, next_run_at, created_at, updated_at;
+
+-- name: lock_ended_pauses
+-- Schedules whose pause ended at or before now, to be resumed (end_pause); the caller holds the
+-- write lock.
+SELECT id, tenant, key, paused_until FROM oncely_schedules
+WHERE paused_until IS NOT NULL AND paused_until <= :now AND paused = 1 AND status <> 'removed'
+ORDER BY paused_until
+LIMIT :limit;
+
+-- name: end_pause
+UPDATE oncely_schedules SET paused = 0, paused_until = NULL, updated_at = :now
+WHERE id = :id;
+
+-- name: next_pause_end
+-- When the next pause ends, a wake-up time like a due one. jobs NULL: any job; after NULL: any.
+SELECT min(paused_until) FROM oncely_schedules
+WHERE paused_until IS NOT NULL AND paused = 1 AND status <> 'removed'
+  AND (:jobs IS NULL OR job IN (SELECT value FROM json_each(:jobs)))
+  AND (:after IS NULL OR paused_until > :after);
 
 -- name: skip_waiting
 -- What a removed schedule had waiting (to run, or to retry) will not run: it is recorded so.
@@ -91,8 +110,8 @@ WHERE status IN ('pending', 'retrying')
 -- A removed schedule stops firing and stays, with its occurrences, as history.
 UPDATE oncely_schedules SET status = 'removed', next_run_at = NULL, updated_at = :now
 WHERE tenant = :tenant AND key = :key AND status <> 'removed'
-RETURNING id, tenant, key, job, origin, trigger_spec, payload, paused, status, status_reason,
-    next_run_at, created_at, updated_at;
+RETURNING id, tenant, key, job, origin, trigger_spec, payload, paused, paused_until, status,
+    status_reason, next_run_at, created_at, updated_at;
 
 -- name: advance_schedule
 -- Compare-and-swap on next_run_at: of two processes materialising the same schedule, one moves it
