@@ -114,6 +114,7 @@ class Occurrence:
 
     ``retry_at`` is when a ``retrying`` occurrence runs again; ``lease_expires_at`` is when the
     lease of a ``running`` one expires (and ``worker`` holds it). Both are None otherwise.
+    ``fence`` is the fencing token of its latest attempt's lease (`Run.fence`), None before any.
     """
 
     key: str
@@ -133,6 +134,7 @@ class Occurrence:
     origin: OccurrenceOrigin = "schedule"
     retry_at: datetime | None = None
     lease_expires_at: datetime | None = None
+    fence: int | None = None
 
 
 Overlap = Literal["skip", "buffer_one", "allow"]

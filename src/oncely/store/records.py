@@ -337,6 +337,7 @@ def occurrence(values: Mapping[str, Any]) -> Occurrence:
         origin=cast(OccurrenceOrigin, values["origin"]),
         retry_at=_utc(values["run_after"]) if values["status"] == "retrying" else None,
         lease_expires_at=_utc(values["lease_expires_at"]),
+        fence=values["fence"],
     )
 
 

@@ -196,7 +196,7 @@ LIMIT 1;
 -- Each filter's NULL arm is spelled out: a NULL filter means "any", never "matches NULL".
 SELECT s.key, o.tenant, o.scheduled_for, o.status, o.attempts, o.started_at, o.finished_at,
     o.worker, o.error, o.reason, o.local_wall, o.fold, o.dst_note, o.ordinal, o.origin, o.run_after,
-    o.lease_expires_at
+    o.lease_expires_at, o.fence
 FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE (%(all_tenants)s OR o.tenant = %(tenant)s)
   AND (%(key)s::text IS NULL OR s.key = %(key)s)
@@ -711,7 +711,7 @@ SELECT job, count(*) AS schedules FROM oncely_schedules WHERE status <> 'removed
 -- catch-all query for status 'running' read the whole table when nothing ran.
 SELECT s.key, o.tenant, o.scheduled_for, o.status, o.attempts, o.started_at, o.finished_at,
     o.worker, o.error, o.reason, o.local_wall, o.fold, o.dst_note, o.ordinal, o.origin, o.run_after,
-    o.lease_expires_at
+    o.lease_expires_at, o.fence
 FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.status = 'running'
 ORDER BY o.lease_expires_at, o.id
