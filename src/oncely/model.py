@@ -222,6 +222,18 @@ class Sweep:
 
 
 @dataclass(frozen=True, slots=True)
+class Worker:
+    """A worker process as it last said (its heartbeat, about once a minute): since when it runs,
+    its oncely version and the fingerprint of the code it runs (`CodeVersion.fingerprint`)."""
+
+    name: str
+    started_at: datetime
+    heartbeat_at: datetime
+    oncely_version: str
+    code_version: str
+
+
+@dataclass(frozen=True, slots=True)
 class Reclaimed:
     """A running occurrence whose worker was lost (its lease expired), given back to run again
     (``retrying``) or, when that was its last attempt, recorded as ``failed``."""

@@ -41,6 +41,9 @@ CREATE INDEX oncely_schedules_pause_ends ON oncely_schedules (paused_until)
 -- index oncely_sweeps_finished
 CREATE INDEX oncely_sweeps_finished ON oncely_sweeps (finished_at, id);
 
+-- index oncely_workers_heartbeat
+CREATE INDEX oncely_workers_heartbeat ON oncely_workers (heartbeat_at);
+
 -- table oncely_actions
 CREATE TABLE oncely_actions (
     id     INTEGER PRIMARY KEY,
@@ -154,5 +157,14 @@ CREATE TABLE oncely_sweeps (
     reclaimed   integer NOT NULL,
     abandoned   integer NOT NULL,
     error       text
+) STRICT;
+
+-- table oncely_workers
+CREATE TABLE oncely_workers (
+    name           text    PRIMARY KEY,
+    started_at     integer NOT NULL,
+    heartbeat_at   integer NOT NULL,
+    oncely_version text    NOT NULL,
+    code_version   text    NOT NULL
 ) STRICT;
 

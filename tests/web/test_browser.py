@@ -130,16 +130,20 @@ def test_a_schedule_shows_timeline_explain_upcoming_and_history(
 def test_an_occurrence_shows_its_error_and_idempotency_key(
     page: Page, site: Any, tmp_path: Path
 ) -> None:
-    _, _, base = site
+    app, clock, base = site
     page.goto(base + "/schedules/sync")
     page.locator(".timeline .cell").first.click()
     expect(page.locator("h1")).to_contain_text("sync at 2026-03-27 12:10:00Z")
     expect(page.locator("pre.error")).to_contain_text("Traceback (most recent call last)")
     expect(page.locator("dl.facts")).to_contain_text("/sync/2026-03-27T12:10:00+00:00")
     shot(page, "occurrence", tmp_path)
+    beat = clock.now - timedelta(seconds=20)
+    app.store.beat(oncely.model.Worker("web-1#11", beat, beat, "1.2.3", "c0ffee" * 8))
     for path in ("/workers", "/locks", "/drift"):
         page.goto(base + path)
         expect(page.locator("h1")).to_have_text(path[1:].capitalize())
+        if path == "/workers":
+            expect(page.locator("#workers tr.live")).to_contain_text("live 20 s ago")
     expect(page.locator("#unscheduled")).to_contain_text("export")
 
 

@@ -26,6 +26,7 @@ from oncely.model import (
     ScheduleOrigin,
     ScheduleStatus,
     Sweep,
+    Worker,
 )
 from oncely.recurrence import Trigger
 
@@ -479,6 +480,24 @@ class Store(ABC):
         """The database server's clock, or None when the store has no server (SQLite), whose
         callers use their own. Locks take their times from here, so that instances whose clocks
         disagree still agree on when a lease expires."""
+
+    @abstractmethod
+    def beat(self, worker: Worker) -> None:
+        """Record ``worker``'s heartbeat: its row is made, or updated (never moving
+        ``heartbeat_at`` back, nor ``started_at`` at all). Raises `StoreUnavailable`."""
+
+    @abstractmethod
+    def forget_worker(self, name: str) -> None:
+        """Delete the row of worker ``name`` (it stopped); none is no error."""
+
+    @abstractmethod
+    def forget_silent_workers(self, before: datetime) -> int:
+        """Delete the rows of workers whose last heartbeat is before ``before`` (killed
+        without stopping); return how many."""
+
+    @abstractmethod
+    def workers(self, limit: int = 100) -> list[Worker]:
+        """Return the workers on record, latest heartbeat first, at most ``limit``."""
 
     @abstractmethod
     def record_sweep(self, sweep: Sweep) -> None:

@@ -10,6 +10,7 @@ import threading
 import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -37,6 +38,7 @@ from oncely.model import (
     Schedule,
     ScheduleStatus,
     Sweep,
+    Worker,
 )
 from oncely.recurrence import At
 from oncely.store import claiming, housekeeping, payloads, records
@@ -928,6 +930,24 @@ class PostgresStore(Store):
         assert row is not None
         now: datetime = row["now"]
         return now.astimezone(UTC)
+
+    def beat(self, worker: Worker) -> None:
+        with self._connect() as connection:
+            connection.execute(self._sql["beat_worker"], asdict(worker))
+
+    def forget_worker(self, name: str) -> None:
+        with self._connect() as connection:
+            connection.execute(self._sql["forget_worker"], {"name": name})
+
+    def forget_silent_workers(self, before: datetime) -> int:
+        with self._connect() as connection:
+            gone = connection.execute(self._sql["forget_silent_workers"], {"before": before})
+            return max(gone.rowcount, 0)
+
+    def workers(self, limit: int = 100) -> list[Worker]:
+        with self._connect() as connection:
+            rows = connection.execute(self._sql["select_workers"], {"limit": limit}).fetchall()
+        return [records.worker(row) for row in rows]
 
     def record_sweep(self, sweep: Sweep) -> None:
         with self._connect() as connection:

@@ -20,6 +20,7 @@ from oncely.model import (
     Schedule,
     ScheduleOrigin,
     ScheduleStatus,
+    Worker,
 )
 from oncely.recurrence import Trigger, trigger_from_spec
 from oncely.store import payloads
@@ -365,4 +366,15 @@ def pause_ended(values: Mapping[str, Any], now: datetime, actor: str) -> Action:
         actor,
         f"the pause until {until.isoformat()} ended",
         "resumed by itself",
+    )
+
+
+def worker(values: Mapping[str, Any]) -> Worker:
+    """Map one ``select_workers`` row, with Python types, to a `Worker`."""
+    return Worker(
+        name=values["name"],
+        started_at=values["started_at"].astimezone(UTC),
+        heartbeat_at=values["heartbeat_at"].astimezone(UTC),
+        oncely_version=values["oncely_version"],
+        code_version=values["code_version"],
     )

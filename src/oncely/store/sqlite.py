@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -36,6 +37,7 @@ from oncely.model import (
     Schedule,
     ScheduleStatus,
     Sweep,
+    Worker,
 )
 from oncely.recurrence import At
 from oncely.store import claiming, housekeeping, payloads, records
@@ -77,7 +79,7 @@ _TIME_COLUMNS = frozenset(
     {
         "next_run_at", "created_at", "updated_at", "scheduled_for", "started_at", "finished_at",
         "run_after", "lease_expires_at", "expires_at", "first_seen_at", "last_seen_at",
-        "applied_at", "previous_finished_at", "at", "horizon", "paused_until",
+        "applied_at", "previous_finished_at", "at", "horizon", "paused_until", "heartbeat_at",
     }
 )  # fmt: skip
 
@@ -893,6 +895,24 @@ class SqliteStore(Store):
 
     def database_now(self) -> datetime | None:
         return None
+
+    def beat(self, worker: Worker) -> None:
+        with self._write() as connection:
+            connection.execute(self._sql["beat_worker"], _bind(asdict(worker)))
+
+    def forget_worker(self, name: str) -> None:
+        with self._write() as connection:
+            connection.execute(self._sql["forget_worker"], {"name": name})
+
+    def forget_silent_workers(self, before: datetime) -> int:
+        with self._write() as connection:
+            gone = connection.execute(self._sql["forget_silent_workers"], _bind({"before": before}))
+            return gone.rowcount
+
+    def workers(self, limit: int = 100) -> list[Worker]:
+        with self._connect() as connection:
+            cursor = connection.execute(self._sql["select_workers"], {"limit": limit})
+            return [records.worker(_values(cursor, row)) for row in cursor.fetchall()]
 
     def record_sweep(self, sweep: Sweep) -> None:
         with self._write() as connection:

@@ -716,3 +716,26 @@ FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.status = 'running'
 ORDER BY o.lease_expires_at, o.id
 LIMIT %(limit)s;
+
+-- name: beat_worker
+-- A worker's heartbeat: its row, made on the first beat. A late beat (a clock stepped back)
+-- never moves the heartbeat back.
+INSERT INTO oncely_workers
+    (name, started_at, heartbeat_at, oncely_version, code_version)
+VALUES (%(name)s, %(started_at)s, %(heartbeat_at)s, %(oncely_version)s, %(code_version)s)
+ON CONFLICT (name) DO UPDATE SET
+    heartbeat_at = GREATEST(oncely_workers.heartbeat_at, excluded.heartbeat_at),
+    oncely_version = excluded.oncely_version, code_version = excluded.code_version;
+
+-- name: forget_worker
+DELETE FROM oncely_workers WHERE name = %(name)s;
+
+-- name: forget_silent_workers
+DELETE FROM oncely_workers WHERE heartbeat_at < %(before)s;
+
+-- name: select_workers
+-- Latest heartbeat first.
+SELECT name, started_at, heartbeat_at, oncely_version, code_version
+FROM oncely_workers
+ORDER BY heartbeat_at DESC, name
+LIMIT %(limit)s;
