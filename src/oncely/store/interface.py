@@ -529,10 +529,10 @@ class Store(ABC):
         updated before ``before`` with no occurrence left. Code versions are kept: when a
         version was first seen tells an old release from a new one, and an old release started
         after its row was pruned counted as the newest (the cost is a row of a few dozen bytes
-        per version ever deployed). Every sweep with
-        ``finished_at < before`` goes. The oldest scheduled go first, read from a partial index
-        of finished occurrences: a call reads about ``limit`` rows, whatever the history's size
-        (the index costs one entry per booking of a final outcome).
+        per version ever deployed). Every sweep with ``finished_at < before`` goes, and every
+        action (`record_action`) with ``at < before``. The oldest scheduled go first, read from a
+        partial index of finished occurrences: a call reads about ``limit`` rows, whatever the
+        history's size (the index costs one entry per booking of a final outcome).
 
         Pruning leaves what the engine decides unchanged: the consecutive-failure count behind
         ``pause_after`` is a counter on the schedule, not a count of history; overlap checks and

@@ -1014,6 +1014,7 @@ class PostgresStore(Store):
                 self._sql["prune_keyless_schedules"], {"before": before, "limit": limit}
             )
             connection.execute(self._sql["prune_sweeps"], {"before": before})
+            connection.execute(self._sql["prune_actions"], {"before": before})
         return max(pruned, 0)
 
     def reclaim_expired(self, now: datetime, retries: Mapping[str, int]) -> list[Reclaimed]:

@@ -977,6 +977,7 @@ class SqliteStore(Store):
             connection.execute(self._sql["raise_history_horizon"], {"before": params["before"]})
             connection.execute(self._sql["prune_keyless_schedules"], params)
             connection.execute(self._sql["prune_sweeps"], {"before": params["before"]})
+            connection.execute(self._sql["prune_actions"], {"before": params["before"]})
         return max(pruned, 0)
 
     def reclaim_expired(self, now: datetime, retries: Mapping[str, int]) -> list[Reclaimed]:

@@ -576,6 +576,11 @@ WHERE id = ANY(ARRAY(
 -- name: prune_sweeps
 DELETE FROM oncely_sweeps WHERE finished_at < %(before)s;
 
+-- name: prune_actions
+-- Actions are a record beside history and go with it: kept as long as the occurrences are.
+-- Read in full (no index leads with the time): a few rows per person-day, never a hot table.
+DELETE FROM oncely_actions WHERE at < %(before)s;
+
 -- name: reclaimable
 -- Running occurrences whose worker was lost (lease expired; a missing lease counts as expired),
 -- of jobs that may run again. SKIP LOCKED: a claim reclaiming the same row keeps it.
