@@ -599,12 +599,17 @@ class Store(ABC):
         """
 
     @abstractmethod
-    def watch(self, on_change: Callable[[], None]) -> Watch | None:
-        """Call ``on_change()`` whenever something may have come due sooner; None on SQLite.
+    def watch(self, on_change: Callable[[], None], *, outcomes: bool = False) -> Watch | None:
+        """Call ``on_change()`` whenever something may have come due sooner, and with
+        ``outcomes`` whenever an outcome is booked too; None on SQLite.
 
         PostgreSQL: every operation that makes something due sooner (`save_schedule`,
-        `add_occurrences`, `set_paused` resuming, `release`, `reclaim_expired` retrying) commits
-        a NOTIFY on channel ``oncely`` in its own transaction; claims and bookings never do. The
+        `add_occurrences`, `set_paused` resuming or given an end, `resume_ended_pauses`,
+        `release`, `reclaim_expired` retrying, `book_failure` retrying) commits a NOTIFY on
+        channel ``oncely`` in its own transaction; claims never do. Bookings (`book_success`,
+        `book_skipped`, `book_failure` failing) commit one on channel ``oncely_outcomes``
+        instead, one per call, which only a watch with ``outcomes`` (the dashboard's) hears:
+        workers are not woken by every outcome. The
         watch LISTENs on a connection of its own (not the pool's), from a daemon thread blocked in
         psycopg's ``notifies()``, never on a timer, and calls ``on_change()`` from that thread,
         once per notice; an exception from it is logged and the watch goes on. When the

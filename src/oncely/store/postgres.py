@@ -791,8 +791,10 @@ class PostgresStore(Store):
         # ran say "no running rows", and the generic plan psycopg's prepared statement gets
         # after five runs then read every running row once per booked one (10 ms for 30 rows
         # with 1,100 running; a burst's booking took 60% of the worker's loop).
-        rows = connection.execute(self._sql["book_success"], params, prepare=False).fetchall()
-        booked = {row["id"] for row in rows}
+        with connection.pipeline():  # the notice rides in the booking's round trip
+            cursor = connection.execute(self._sql["book_success"], params, prepare=False)
+            connection.execute(self._sql["notify_outcome"])
+        booked = {row["id"] for row in cursor.fetchall()}
         done = [c for c in claims if c.occurrence_id in booked]
         streaks = sorted({c.schedule_id for c in done if c.failure_streak})
         if streaks:
@@ -801,8 +803,10 @@ class PostgresStore(Store):
 
     def book_skipped(self, claim: Claim, now: datetime, reason: str) -> bool:
         params = {"id": claim.occurrence_id, "fence": claim.fence, "now": now, "reason": reason}
-        with self._connect() as connection:
-            return connection.execute(self._sql["book_skipped"], params).fetchone() is not None
+        with self._connect() as connection, connection.pipeline():
+            cursor = connection.execute(self._sql["book_skipped"], params)
+            connection.execute(self._sql["notify_outcome"])
+        return cursor.fetchone() is not None
 
     def book_failure(
         self,
@@ -820,14 +824,18 @@ class PostgresStore(Store):
                     self._sql["book_retry"], {**params, "retry_at": retry_at}
                 ).fetchone()
                 if retried is not None:
-                    # The retry comes due sooner than a sleeping worker's next wake-up may be.
+                    # The retry comes due sooner than a sleeping worker's next wake-up may be
+                    # (the dashboard hears this notice too: no outcome notice besides).
                     connection.execute(self._sql["notify_change"])
                 return Failure(booked=retried is not None, final=False)
             failed = connection.execute(self._sql["book_failed"], params).fetchone()
             if failed is None:
                 return Failure(booked=False, final=True)
             count = {"schedule_id": failed["schedule_id"], "pause_after": pause_after, "now": now}
-            counted = connection.execute(self._sql["count_failure"], count).fetchone()
+            with connection.pipeline():
+                cursor = connection.execute(self._sql["count_failure"], count)
+                connection.execute(self._sql["notify_outcome"])
+            counted = cursor.fetchone()
         assert counted is not None
         return Failure(
             booked=True,
@@ -1078,7 +1086,7 @@ class PostgresStore(Store):
             rows = connection.execute(self._sql["mark_left_running"], params, prepare=False)
             return len(rows.fetchall())
 
-    def watch(self, on_change: Callable[[], None]) -> Watch | None:
+    def watch(self, on_change: Callable[[], None], *, outcomes: bool = False) -> Watch | None:
         try:
             conninfo = make_conninfo(self.conninfo, connect_timeout=_TIMEOUT_S, **_KEEPALIVES)
             connection = psycopg.connect(conninfo, autocommit=True)
@@ -1086,6 +1094,8 @@ class PostgresStore(Store):
             raise StoreUnavailable(f"cannot watch PostgreSQL for changes: {exc}") from exc
         try:
             connection.execute(self._sql["listen_changes"])
+            if outcomes:
+                connection.execute(self._sql["listen_outcomes"])
         except psycopg.Error as exc:
             connection.close()
             raise StoreUnavailable(f"cannot watch PostgreSQL for changes: {exc}") from exc

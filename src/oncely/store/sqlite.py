@@ -1037,7 +1037,7 @@ class SqliteStore(Store):
             ).fetchall()
         return len(rows)
 
-    def watch(self, on_change: Callable[[], None]) -> Watch | None:
+    def watch(self, on_change: Callable[[], None], *, outcomes: bool = False) -> Watch | None:
         return None
 
     def reserve(self, users: int) -> None:

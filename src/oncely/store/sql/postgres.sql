@@ -501,11 +501,21 @@ ORDER BY key;
 -- name: notify_change
 -- Committed with every change that makes something due sooner: a watching worker wakes early
 -- instead of sleeping to the due time it computed before the change. Never on claims and
--- bookings. Notices of one transaction on one channel are delivered once.
+-- bookings (bookings send notify_outcome). Notices of one transaction on one channel are
+-- delivered once.
 SELECT pg_notify('oncely', '');
 
 -- name: listen_changes
 LISTEN oncely;
+
+-- name: notify_outcome
+-- Committed with every booking (one per booking statement, not per row), on a channel of its
+-- own: the dashboard listens to it, the workers do not (an outcome makes nothing due sooner,
+-- and a wake-up per booking in every worker was what keeping bookings silent avoided).
+SELECT pg_notify('oncely_outcomes', '');
+
+-- name: listen_outcomes
+LISTEN oncely_outcomes;
 
 -- name: take_lease_token
 -- Not used on PostgreSQL, where acquire_lease takes its token from the sequence in the same

@@ -455,6 +455,14 @@ SELECT 1;
 -- Not used on SQLite (see notify_change).
 SELECT 1;
 
+-- name: notify_outcome
+-- Not used on SQLite (see notify_change).
+SELECT 1;
+
+-- name: listen_outcomes
+-- Not used on SQLite (see notify_change).
+SELECT 1;
+
 -- name: take_lease_token
 -- The caller holds the write lock, so tokens are taken one at a time, in order.
 UPDATE oncely_lease_tokens SET value = value + 1 WHERE id = 1 RETURNING value AS token;
