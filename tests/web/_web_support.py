@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 import uvicorn
 
 import oncely
+from oncely.model import Claim
 from oncely.web import ACTIONS, dashboard
 
 START = datetime(2026, 3, 27, 12, 0, tzinfo=UTC)  # a Friday, two days before Berlin's DST change
@@ -72,6 +73,16 @@ def build(url: str) -> tuple[oncely.App, Clock]:
         clock.now += timedelta(minutes=5)
         app.tick()
     return app, clock
+
+
+def claim(app: oncely.App, key: str, owner: str) -> Claim:
+    """Trigger schedule ``key`` (of the job of that name) now and claim it as worker ``owner``."""
+    app.trigger(key)
+    (claimed,) = app.store.claim_due(
+        owner=owner, lease=timedelta(minutes=5), limit=1, now=app.now(),
+        jobs=[key], reclaim=[key], serial=[],
+    )  # fmt: skip
+    return claimed
 
 
 def free_port() -> int:

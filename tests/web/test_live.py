@@ -8,10 +8,9 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from datetime import timedelta
 
 import pytest
-from _web_support import build, call, served
+from _web_support import build, call, claim, served
 
 import oncely
 from oncely.web import dashboard
@@ -49,11 +48,7 @@ def test_a_change_in_the_store_is_pushed_as_an_event_on_postgresql(pg_app: oncel
 
 
 def test_an_outcome_booked_by_a_worker_is_pushed_as_an_event(pg_app: oncely.App) -> None:
-    pg_app.trigger("digest")
-    (claim,) = pg_app.store.claim_due(
-        owner="web-1#11", lease=timedelta(minutes=5), limit=1, now=pg_app.now(),
-        jobs=["digest"], reclaim=["digest"], serial=[],
-    )  # fmt: skip
+    claimed = claim(pg_app, "digest", "web-1#11")
     with served(dashboard(pg_app)) as base:
         stream = urllib.request.urlopen(base + "/events", timeout=10)
         assert stream.readline() == b"retry: 3000\n"
@@ -63,7 +58,7 @@ def test_an_outcome_booked_by_a_worker_is_pushed_as_an_event(pg_app: oncely.App)
         reader.start()
         time.sleep(0.5)  # the stream is registered before the outcome is booked
         assert received == []
-        assert pg_app.store.book_success([claim], pg_app.now()) == [claim]
+        assert pg_app.store.book_success([claimed], pg_app.now()) == [claimed]
         reader.join(timeout=10)
         assert received == [b"event: change\n"]
         stream.close()

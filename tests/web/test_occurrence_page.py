@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from _web_support import build, call
+from _web_support import build, call, claim
 
 import oncely
 from oncely.web import dashboard
@@ -33,15 +33,12 @@ def both(app: oncely.App, key: str, at: str) -> tuple[str, Any]:
 
 
 def test_a_running_occurrence_shows_its_lease_holder_and_fence(app: oncely.App) -> None:
-    app.trigger("beat")
-    (claim,) = app.store.claim_due(
-        owner="web-7#4242", lease=timedelta(minutes=5), limit=1, now=app.now(),
-        jobs=["beat"], reclaim=["beat"], serial=[],
-    )  # fmt: skip
-    page, twin = both(app, "beat", claim.scheduled_for.isoformat())
-    assert (twin["worker"], twin["fence"], twin["status"]) == ("web-7#4242", claim.fence, "running")
-    assert twin["lease_expires_at"] == claim.lease_expires_at.isoformat()
-    assert "<dt>fence</dt><dd>" + str(claim.fence) + "</dd>" in page
+    claimed = claim(app, "beat", "web-7#4242")
+    page, twin = both(app, "beat", claimed.scheduled_for.isoformat())
+    assert (twin["worker"], twin["status"]) == ("web-7#4242", "running")
+    assert twin["fence"] == claimed.fence
+    assert twin["lease_expires_at"] == claimed.lease_expires_at.isoformat()
+    assert "<dt>fence</dt><dd>" + str(claimed.fence) + "</dd>" in page
     assert "web-7#4242" in page
     assert twin["idempotency_key"] in page
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-from _web_support import Clock, build, call
+from _web_support import Clock, build, call, claim
 
 import oncely
 from oncely.model import Worker
@@ -24,16 +24,8 @@ def seeded(sqlite_url: str) -> Iterator[tuple[oncely.App, Clock]]:
                           "1.2.3", "c0ffee" * 8))  # fmt: skip
     app.store.beat(Worker("web-2#22", now - timedelta(hours=2), now - timedelta(minutes=10),
                           "1.2.2", "decaf0" * 8))  # fmt: skip
-    app.trigger("beat")
-    app.store.claim_due(
-        owner="web-1#11", lease=timedelta(minutes=5), limit=1, now=now,
-        jobs=["beat"], reclaim=["beat"], serial=[],
-    )  # fmt: skip
-    app.trigger("digest")
-    app.store.claim_due(
-        owner="old-9#99", lease=timedelta(minutes=5), limit=1, now=now,
-        jobs=["digest"], reclaim=["digest"], serial=[],
-    )  # fmt: skip
+    claim(app, "beat", "web-1#11")
+    claim(app, "digest", "old-9#99")
     yield app, clock
     app.close()
 
