@@ -860,10 +860,9 @@ class PostgresStore(Store):
         with self._connect() as connection:
             schedule = connection.execute(self._sql["next_schedule_due"], params).fetchone()
             occurrence = connection.execute(self._sql["next_occurrence_due"], params).fetchone()
-            pause_end = connection.execute(self._sql["next_pause_end"], params).fetchone()
         due = [
             row["min"].astimezone(UTC)
-            for row in (schedule, occurrence, pause_end)
+            for row in (schedule, occurrence)
             if row is not None and row["min"] is not None
         ]
         return min(due, default=None)

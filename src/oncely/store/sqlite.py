@@ -446,6 +446,8 @@ class SqliteStore(Store):
                 self._sql["lock_ended_pauses"], _bind({"now": now, "limit": limit})
             )
             ended = [_values(cursor, row) for row in cursor.fetchall()]
+            if not ended:
+                return []
             resumed = [records.pause_ended(row, now, actor) for row in ended]
             connection.executemany(
                 self._sql["end_pause"], [_bind({"id": row["id"], "now": now}) for row in ended]
@@ -814,8 +816,7 @@ class SqliteStore(Store):
             schedule = connection.execute(self._sql["next_schedule_due"], params).fetchone()[0]
             found = connection.execute(self._sql["next_occurrence_due"], params).fetchone()
             occurrence = None if found is None else found[0]
-            pause_end = connection.execute(self._sql["next_pause_end"], params).fetchone()[0]
-        due = [from_micros(v) for v in (schedule, occurrence, pause_end) if v is not None]
+        due = [from_micros(v) for v in (schedule, occurrence) if v is not None]
         return min(due, default=None)
 
     def history(

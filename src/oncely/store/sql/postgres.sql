@@ -120,13 +120,6 @@ FOR UPDATE OF oncely_schedules SKIP LOCKED;
 UPDATE oncely_schedules SET paused = false, paused_until = NULL, updated_at = %(now)s
 WHERE id = %(id)s;
 
--- name: next_pause_end
--- When the next pause ends, a wake-up time like a due one. jobs NULL: any job; after NULL: any.
-SELECT min(paused_until) FROM oncely_schedules
-WHERE paused_until IS NOT NULL AND paused AND status <> 'removed'
-  AND (%(jobs)s::text[] IS NULL OR job = ANY(%(jobs)s::text[]))
-  AND (%(after)s::timestamptz IS NULL OR paused_until > %(after)s::timestamptz);
-
 -- name: skip_waiting
 -- What a removed schedule had waiting (to run, or to retry) will not run: it is recorded so.
 UPDATE oncely_occurrences SET status = 'skipped', reason = %(reason)s
@@ -173,11 +166,20 @@ WHERE oncely_occurrences.status = 'skipped' AND oncely_occurrences.attempts = 0
   AND (oncely_occurrences.reason LIKE 'superseded:%%' OR oncely_occurrences.reason LIKE 'unscheduled:%%');
 
 -- name: next_schedule_due
--- jobs NULL: any job; after NULL: any time.
-SELECT min(next_run_at) FROM oncely_schedules
-WHERE status = 'active' AND NOT paused AND next_run_at IS NOT NULL
-  AND (%(jobs)s::text[] IS NULL OR job = ANY(%(jobs)s::text[]))
-  AND (%(after)s::timestamptz IS NULL OR next_run_at > %(after)s::timestamptz);
+-- The earliest next run of an active, unpaused schedule, or end of a pause (a wake-up time too),
+-- in one round trip; each min() reads its own partial index. jobs NULL: any job; after NULL: any
+-- time. min() over the two skips the NULL of an empty one.
+SELECT min(due) FROM (
+    SELECT min(next_run_at) AS due FROM oncely_schedules
+    WHERE status = 'active' AND NOT paused AND next_run_at IS NOT NULL
+      AND (%(jobs)s::text[] IS NULL OR job = ANY(%(jobs)s::text[]))
+      AND (%(after)s::timestamptz IS NULL OR next_run_at > %(after)s::timestamptz)
+    UNION ALL
+    SELECT min(paused_until) FROM oncely_schedules
+    WHERE paused_until IS NOT NULL AND paused AND status <> 'removed'
+      AND (%(jobs)s::text[] IS NULL OR job = ANY(%(jobs)s::text[]))
+      AND (%(after)s::timestamptz IS NULL OR paused_until > %(after)s::timestamptz)
+) AS soonest;
 
 -- name: next_occurrence_due
 -- The earliest time a waiting or retrying occurrence may be claimed (the other half of the

@@ -92,13 +92,6 @@ LIMIT :limit;
 UPDATE oncely_schedules SET paused = 0, paused_until = NULL, updated_at = :now
 WHERE id = :id;
 
--- name: next_pause_end
--- When the next pause ends, a wake-up time like a due one. jobs NULL: any job; after NULL: any.
-SELECT min(paused_until) FROM oncely_schedules
-WHERE paused_until IS NOT NULL AND paused = 1 AND status <> 'removed'
-  AND (:jobs IS NULL OR job IN (SELECT value FROM json_each(:jobs)))
-  AND (:after IS NULL OR paused_until > :after);
-
 -- name: skip_waiting
 -- What a removed schedule had waiting (to run, or to retry) will not run: it is recorded so.
 UPDATE oncely_occurrences SET status = 'skipped', reason = :reason
@@ -144,11 +137,20 @@ WHERE oncely_occurrences.status = 'skipped' AND oncely_occurrences.attempts = 0
   AND (oncely_occurrences.reason LIKE 'superseded:%' OR oncely_occurrences.reason LIKE 'unscheduled:%');
 
 -- name: next_schedule_due
--- jobs NULL: any job; after NULL: any time.
-SELECT min(next_run_at) FROM oncely_schedules
-WHERE status = 'active' AND paused = 0 AND next_run_at IS NOT NULL
-  AND (:jobs IS NULL OR job IN (SELECT value FROM json_each(:jobs)))
-  AND (:after IS NULL OR next_run_at > :after);
+-- The earliest next run of an active, unpaused schedule, or end of a pause (a wake-up time too),
+-- in one round trip; each min() reads its own partial index. jobs NULL: any job; after NULL: any
+-- time. min() over the two skips the NULL of an empty one.
+SELECT min(due) FROM (
+    SELECT min(next_run_at) AS due FROM oncely_schedules
+    WHERE status = 'active' AND paused = 0 AND next_run_at IS NOT NULL
+      AND (:jobs IS NULL OR job IN (SELECT value FROM json_each(:jobs)))
+      AND (:after IS NULL OR next_run_at > :after)
+    UNION ALL
+    SELECT min(paused_until) FROM oncely_schedules
+    WHERE paused_until IS NOT NULL AND paused = 1 AND status <> 'removed'
+      AND (:jobs IS NULL OR job IN (SELECT value FROM json_each(:jobs)))
+      AND (:after IS NULL OR paused_until > :after)
+);
 
 -- name: next_occurrence_due
 -- The earliest time a waiting or retrying occurrence may be claimed (the other half of the
