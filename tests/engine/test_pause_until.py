@@ -106,3 +106,22 @@ def test_a_pause_until_a_time_that_is_no_end_is_refused(
     with pytest.raises(oncely.InvalidSchedule, match=says):
         app.pause("r", until=until)  # type: ignore[arg-type]
     assert not app.schedules()[0].paused
+
+
+def test_pause_after_reached_during_a_timed_pause_lasts_until_resumed_by_hand(
+    app: oncely.App, clock: Clock
+) -> None:
+    @app.job(pause_after=1, retries=1)
+    def flaky(run: oncely.Run) -> None:
+        app.pause(run.key, until=UNTIL)  # paused for an hour while this attempt runs
+        raise RuntimeError("down")
+
+    app.schedule(flaky, oncely.every(minutes=1), key="f")
+    clock.set(START + timedelta(seconds=30))
+    app.tick()
+    (failed,) = app.history(key="f")
+    assert failed.status == "failed"
+    assert app.schedules()[0].paused_until is None  # the failures' pause has no end
+    clock.set(UNTIL)
+    app.tick()
+    assert app.schedules()[0].paused

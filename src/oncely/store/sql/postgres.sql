@@ -481,6 +481,11 @@ SET consecutive_failures = consecutive_failures + 1,
              AND consecutive_failures + 1 >= %(pause_after)s::integer
         THEN 'paused after ' || (consecutive_failures + 1) || ' consecutive failed occurrences'
         ELSE status_reason END,
+    -- The failures' pause lasts until resumed by hand, also over a pause with an end.
+    paused_until = CASE
+        WHEN %(pause_after)s::integer IS NOT NULL
+             AND consecutive_failures + 1 >= %(pause_after)s::integer
+        THEN NULL ELSE paused_until END,
     updated_at = %(now)s
 WHERE id = %(schedule_id)s
 RETURNING consecutive_failures, paused;

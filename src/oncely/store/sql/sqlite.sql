@@ -433,6 +433,10 @@ SET consecutive_failures = consecutive_failures + 1,
         WHEN paused = 0 AND :pause_after IS NOT NULL AND consecutive_failures + 1 >= :pause_after
         THEN 'paused after ' || (consecutive_failures + 1) || ' consecutive failed occurrences'
         ELSE status_reason END,
+    -- The failures' pause lasts until resumed by hand, also over a pause with an end.
+    paused_until = CASE
+        WHEN :pause_after IS NOT NULL AND consecutive_failures + 1 >= :pause_after
+        THEN NULL ELSE paused_until END,
     updated_at = :now
 WHERE id = :schedule_id
 RETURNING consecutive_failures, paused;
