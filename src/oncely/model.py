@@ -222,7 +222,7 @@ class Sweep:
 
 
 @dataclass(frozen=True, slots=True)
-class Worker:
+class WorkerBeat:
     """A worker process as it last said (its heartbeat, about once a minute): since when it runs,
     its oncely version and the fingerprint of the code it runs (`CodeVersion.fingerprint`)."""
 

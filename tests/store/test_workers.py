@@ -4,21 +4,21 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from oncely.model import Worker
+from oncely.model import WorkerBeat
 from oncely.store import Store
 
 T0 = datetime(2026, 3, 27, 12, 0, tzinfo=UTC)
 
 
-def beat(name: str, at: datetime, *, started: datetime = T0, code: str = "f1") -> Worker:
-    return Worker(name, started, at, "1.2.3", code)
+def beat(name: str, at: datetime, *, started: datetime = T0, code: str = "f1") -> WorkerBeat:
+    return WorkerBeat(name, started, at, "1.2.3", code)
 
 
 def test_a_heartbeat_makes_the_row_then_moves_it_on_never_back(store: Store) -> None:
     store.beat(beat("web-1#10", T0))
     store.beat(beat("web-1#10", T0 + timedelta(minutes=1), started=T0 + timedelta(hours=1)))
     store.beat(beat("web-1#10", T0 + timedelta(seconds=30), code="f2"))  # a clock stepped back
-    assert store.workers() == [Worker("web-1#10", T0, T0 + timedelta(minutes=1), "1.2.3", "f2")]
+    assert store.workers() == [WorkerBeat("web-1#10", T0, T0 + timedelta(minutes=1), "1.2.3", "f2")]
 
 
 def test_workers_are_listed_latest_heartbeat_first(store: Store) -> None:

@@ -138,7 +138,7 @@ def test_an_occurrence_shows_its_error_and_idempotency_key(
     expect(page.locator("dl.facts")).to_contain_text("/sync/2026-03-27T12:10:00+00:00")
     shot(page, "occurrence", tmp_path)
     beat = clock.now - timedelta(seconds=20)
-    app.store.beat(oncely.model.Worker("web-1#11", beat, beat, "1.2.3", "c0ffee" * 8))
+    app.store.beat(oncely.model.WorkerBeat("web-1#11", beat, beat, "1.2.3", "c0ffee" * 8))
     for path in ("/workers", "/locks", "/drift"):
         page.goto(base + path)
         expect(page.locator("h1")).to_have_text(path[1:].capitalize())

@@ -11,7 +11,7 @@ import pytest
 from _web_support import Clock, build, call, claim
 
 import oncely
-from oncely.model import Worker
+from oncely.model import WorkerBeat
 from oncely.web import dashboard
 
 
@@ -20,9 +20,9 @@ def seeded(sqlite_url: str) -> Iterator[tuple[oncely.App, Clock]]:
     app, clock = build(sqlite_url)
     clock.now += timedelta(minutes=1)
     now = clock.now
-    app.store.beat(Worker("web-1#11", now - timedelta(hours=1), now - timedelta(seconds=30),
+    app.store.beat(WorkerBeat("web-1#11", now - timedelta(hours=1), now - timedelta(seconds=30),
                           "1.2.3", "c0ffee" * 8))  # fmt: skip
-    app.store.beat(Worker("web-2#22", now - timedelta(hours=2), now - timedelta(minutes=10),
+    app.store.beat(WorkerBeat("web-2#22", now - timedelta(hours=2), now - timedelta(minutes=10),
                           "1.2.2", "decaf0" * 8))  # fmt: skip
     claim(app, "beat", "web-1#11")
     claim(app, "digest", "old-9#99")

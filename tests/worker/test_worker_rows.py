@@ -10,7 +10,7 @@ from _serving import eventually, serving
 import oncely
 from oncely.engine import worker_id
 from oncely.engine.reconcile import fingerprint
-from oncely.model import Worker
+from oncely.model import WorkerBeat
 from oncely.version import oncely_version
 
 
@@ -36,9 +36,13 @@ def test_housekeeping_forgets_a_worker_silent_for_an_hour(url: str) -> None:
     app = oncely.App(url)
     app.job(name="report")(lambda run: None)
     now = datetime.now(UTC)
-    app.store.beat(Worker("killed#1", now - timedelta(hours=3), now - timedelta(hours=2), "x", "f"))
-    app.store.beat(Worker("quiet#2", now, now - timedelta(minutes=50), "x", "f"))
+    app.store.beat(
+        WorkerBeat("killed#1", now - timedelta(hours=3), now - timedelta(hours=2), "x", "f")
+    )
+    app.store.beat(WorkerBeat("quiet#2", now, now - timedelta(minutes=50), "x", "f"))
     with serving(app):
         eventually(lambda: len(app.store.sweeps()) == 1, what="a housekeeping sweep")
-        assert {w.name for w in app.store.workers()} == {"quiet#2", worker_id()}
+        # The sweep comes before the worker's first heartbeat in its turn: its own row may not
+        # be there yet.
+        assert {w.name for w in app.store.workers()} - {worker_id()} == {"quiet#2"}
     app.close()

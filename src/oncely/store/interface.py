@@ -26,7 +26,7 @@ from oncely.model import (
     ScheduleOrigin,
     ScheduleStatus,
     Sweep,
-    Worker,
+    WorkerBeat,
 )
 from oncely.recurrence import Trigger
 
@@ -482,7 +482,7 @@ class Store(ABC):
         disagree still agree on when a lease expires."""
 
     @abstractmethod
-    def beat(self, worker: Worker) -> None:
+    def beat(self, worker: WorkerBeat) -> None:
         """Record ``worker``'s heartbeat: its row is made, or updated (never moving
         ``heartbeat_at`` back, nor ``started_at`` at all). Raises `StoreUnavailable`."""
 
@@ -496,7 +496,7 @@ class Store(ABC):
         without stopping); return how many."""
 
     @abstractmethod
-    def workers(self, limit: int = 100) -> list[Worker]:
+    def workers(self, limit: int = 100) -> list[WorkerBeat]:
         """Return the workers on record, latest heartbeat first, at most ``limit``."""
 
     @abstractmethod

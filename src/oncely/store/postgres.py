@@ -38,7 +38,7 @@ from oncely.model import (
     Schedule,
     ScheduleStatus,
     Sweep,
-    Worker,
+    WorkerBeat,
 )
 from oncely.recurrence import At
 from oncely.store import claiming, housekeeping, payloads, records
@@ -938,7 +938,7 @@ class PostgresStore(Store):
         now: datetime = row["now"]
         return now.astimezone(UTC)
 
-    def beat(self, worker: Worker) -> None:
+    def beat(self, worker: WorkerBeat) -> None:
         with self._connect() as connection:
             connection.execute(self._sql["beat_worker"], asdict(worker))
 
@@ -951,7 +951,7 @@ class PostgresStore(Store):
             gone = connection.execute(self._sql["forget_silent_workers"], {"before": before})
             return max(gone.rowcount, 0)
 
-    def workers(self, limit: int = 100) -> list[Worker]:
+    def workers(self, limit: int = 100) -> list[WorkerBeat]:
         with self._connect() as connection:
             rows = connection.execute(self._sql["select_workers"], {"limit": limit}).fetchall()
         return [records.worker(row) for row in rows]

@@ -20,7 +20,7 @@ from oncely.model import (
     Schedule,
     ScheduleOrigin,
     ScheduleStatus,
-    Worker,
+    WorkerBeat,
 )
 from oncely.recurrence import Trigger, trigger_from_spec
 from oncely.store import payloads
@@ -369,9 +369,9 @@ def pause_ended(values: Mapping[str, Any], now: datetime, actor: str) -> Action:
     )
 
 
-def worker(values: Mapping[str, Any]) -> Worker:
-    """Map one ``select_workers`` row, with Python types, to a `Worker`."""
-    return Worker(
+def worker(values: Mapping[str, Any]) -> WorkerBeat:
+    """Map one ``select_workers`` row, with Python types, to a `WorkerBeat`."""
+    return WorkerBeat(
         name=values["name"],
         started_at=values["started_at"].astimezone(UTC),
         heartbeat_at=values["heartbeat_at"].astimezone(UTC),

@@ -37,7 +37,7 @@ from oncely.model import (
     Schedule,
     ScheduleStatus,
     Sweep,
-    Worker,
+    WorkerBeat,
 )
 from oncely.recurrence import At
 from oncely.store import claiming, housekeeping, payloads, records
@@ -897,7 +897,7 @@ class SqliteStore(Store):
     def database_now(self) -> datetime | None:
         return None
 
-    def beat(self, worker: Worker) -> None:
+    def beat(self, worker: WorkerBeat) -> None:
         with self._write() as connection:
             connection.execute(self._sql["beat_worker"], _bind(asdict(worker)))
 
@@ -910,7 +910,7 @@ class SqliteStore(Store):
             gone = connection.execute(self._sql["forget_silent_workers"], _bind({"before": before}))
             return gone.rowcount
 
-    def workers(self, limit: int = 100) -> list[Worker]:
+    def workers(self, limit: int = 100) -> list[WorkerBeat]:
         with self._connect() as connection:
             cursor = connection.execute(self._sql["select_workers"], {"limit": limit})
             return [records.worker(_values(cursor, row)) for row in cursor.fetchall()]

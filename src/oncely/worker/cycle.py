@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from oncely.clock import RESYNC_S
 from oncely.engine import Engine, Finished, TickReport, worker_id
 from oncely.errors import OncelyError
-from oncely.model import Worker
+from oncely.model import WorkerBeat
 from oncely.version import oncely_version
 from oncely.worker import pacing
 from oncely.worker.health import Health
@@ -185,7 +185,7 @@ class Cycle:
     def _beat(self) -> None:
         engine = self._engine()
         engine.store.beat(
-            Worker(
+            WorkerBeat(
                 name=worker_id(),
                 started_at=self._started_at,
                 heartbeat_at=self._clock(),
