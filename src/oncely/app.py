@@ -253,10 +253,15 @@ class App:
         which lasts across restarts."""
         return _unschedule(self, None, key, connection)
 
-    def pause(self, key: str, *, connection: Any = None) -> Schedule:
+    def pause(self, key: str, *, until: datetime | None = None, connection: Any = None) -> Schedule:
         """Stop schedule ``key`` firing until `resume`, across restarts (and the saves of a
-        code-declared job's schedule at each start). Raises `UnknownSchedule`."""
-        return _set_paused(self, None, key, True, connection)
+        code-declared job's schedule at each start). Raises `UnknownSchedule`.
+
+        ``until`` (aware, in the future): the pause ends by itself then, as if resumed at that
+        moment (the worker wakes for it; the resume is recorded in the schedule's actions).
+        Raises `InvalidSchedule` for a naive or past ``until``. Pausing again replaces it.
+        """
+        return _set_paused(self, None, key, True, connection, until)
 
     def resume(self, key: str, *, connection: Any = None) -> Schedule:
         """Let paused schedule ``key`` fire again. Raises `UnknownSchedule`."""
@@ -609,8 +614,8 @@ class TenantView:
     def unschedule(self, key: str, *, connection: Any = None) -> Schedule:
         return _unschedule(self.app, self.tenant, key, connection)
 
-    def pause(self, key: str, *, connection: Any = None) -> Schedule:
-        return _set_paused(self.app, self.tenant, key, True, connection)
+    def pause(self, key: str, *, until: datetime | None = None, connection: Any = None) -> Schedule:
+        return _set_paused(self.app, self.tenant, key, True, connection, until)
 
     def resume(self, key: str, *, connection: Any = None) -> Schedule:
         return _set_paused(self.app, self.tenant, key, False, connection)
@@ -723,9 +728,25 @@ def _unschedule(app: App, tenant: str | None, key: str, connection: Any) -> Sche
     return app.store.remove_schedule(tenant, key, app.now(), within=within)
 
 
-def _set_paused(app: App, tenant: str | None, key: str, paused: bool, connection: Any) -> Schedule:
+def _set_paused(
+    app: App,
+    tenant: str | None,
+    key: str,
+    paused: bool,
+    connection: Any,
+    until: datetime | None = None,
+) -> Schedule:
+    checked_key(key)
     within = scheduling.within_of(connection)
-    return app.store.set_paused(tenant, checked_key(key), paused, app.now(), within=within)
+    now = app.now()
+    if until is not None:
+        until = as_utc(until, "until")
+        if until <= now:
+            raise InvalidSchedule(
+                f"until={until.isoformat()} is not in the future (now is {now.isoformat()})",
+                hint="pass a later time, or resume the schedule instead",
+            )
+    return app.store.set_paused(tenant, key, paused, now, until=until, within=within)
 
 
 def _trigger(app: App, tenant: str | None, key: str, connection: Any) -> int:

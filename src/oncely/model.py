@@ -25,6 +25,8 @@ class Schedule:
     ``status_reason`` saying why): one bad stored rule stops its own schedule and nothing else.
     ``tenant`` is None for a schedule that belongs to no tenant. ``next_run_at`` is the next
     occurrence not yet materialised, None when there is none (ended, invalid or removed).
+    ``paused_until``: when a pause ends by itself (``App.pause(key, until=...)``); None when it
+    lasts until resumed, or the schedule is not paused.
     """
 
     key: str
@@ -39,6 +41,7 @@ class Schedule:
     status_reason: str | None = None
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    paused_until: datetime | None = None
 
 
 OccurrenceStatus = Literal[
@@ -111,6 +114,7 @@ class Occurrence:
 
     ``retry_at`` is when a ``retrying`` occurrence runs again; ``lease_expires_at`` is when the
     lease of a ``running`` one expires (and ``worker`` holds it). Both are None otherwise.
+    ``fence`` is the fencing token of its latest attempt's lease (`Run.fence`), None before any.
     """
 
     key: str
@@ -130,6 +134,7 @@ class Occurrence:
     origin: OccurrenceOrigin = "schedule"
     retry_at: datetime | None = None
     lease_expires_at: datetime | None = None
+    fence: int | None = None
 
 
 Overlap = Literal["skip", "buffer_one", "allow"]
@@ -214,6 +219,18 @@ class Sweep:
     reclaimed: int
     abandoned: int
     error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerBeat:
+    """A worker process as it last said (its heartbeat, about once a minute): since when it runs,
+    its oncely version and the fingerprint of the code it runs (`CodeVersion.fingerprint`)."""
+
+    name: str
+    started_at: datetime
+    heartbeat_at: datetime
+    oncely_version: str
+    code_version: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,6 +59,44 @@ def test_pause_and_resume_say_what_happened(cli: CliApp) -> None:
         "resumed 'beat': due since 2026-03-27T12:05:00Z; the job's misfire policy decides "
         "what of the missed time runs\n"
     )
+
+
+def test_pause_until_a_time_says_when_it_resumes_and_it_does(cli: CliApp) -> None:
+    paused = cli.invoke("pause", "beat", "--until", "2026-03-27T12:30")
+    assert paused.code == 0, paused.stderr
+    assert paused.stdout == (
+        "paused 'beat' until 2026-03-27T12:30:00Z: it resumes by itself then\n"
+    )
+    cli.advance(minutes=30)
+    cli.app.tick()
+    assert {s.key: s.paused for s in cli.app.schedules()}["beat"] is False
+
+
+def test_pause_until_a_duration_counts_ahead_and_has_json(cli: CliApp) -> None:
+    done = cli.invoke("pause", "beat", "--until", "2h", "--json")
+    assert json.loads(done.stdout) == {
+        "key": "beat", "tenant": None, "paused": True,
+        "paused_until": "2026-03-27T14:00:00+00:00", "changed": True,
+    }  # fmt: skip
+    again = json.loads(cli.invoke("pause", "beat", "--json").stdout)
+    assert (again["paused_until"], again["changed"]) == (None, True)
+
+
+@pytest.mark.parametrize(
+    ("until", "message"),
+    [
+        ("2026-03-27T11:00", "2026-03-27T11:00:00Z is not in the future (now is 2026-03-27T12"),
+        ("next tuesday", "'next tuesday' is not a time"),
+    ],
+)
+def test_a_pause_until_no_future_time_is_exit_2_naming_it(
+    cli: CliApp, until: str, message: str
+) -> None:
+    done = cli.invoke("pause", "beat", "--until", until)
+    assert done.code == 2
+    assert message in one_error_line(done)
+    assert "--until" in one_error_line(done)
+    assert {s.key: s.paused for s in cli.app.schedules()}["beat"] is False
 
 
 def test_tenant_selects_the_tenants_schedule(cli: CliApp) -> None:

@@ -110,6 +110,7 @@ CREATE TABLE public.oncely_schedules (
     created_at timestamp with time zone NOT NULL,
     updated_at timestamp with time zone NOT NULL,
     keyless boolean DEFAULT false NOT NULL,
+    paused_until timestamp with time zone,
     CONSTRAINT oncely_schedules_origin_check CHECK ((origin = ANY (ARRAY['code'::text, 'api'::text]))),
     CONSTRAINT oncely_schedules_status_check CHECK ((status = ANY (ARRAY['active'::text, 'ended'::text, 'invalid'::text, 'removed'::text]))),
     CONSTRAINT oncely_schedules_trigger_kind_check CHECK ((trigger_kind = ANY (ARRAY['cron'::text, 'every'::text, 'rrule'::text, 'at'::text])))
@@ -144,6 +145,14 @@ ALTER TABLE public.oncely_sweeps ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTIT
     CACHE 1
 );
 
+CREATE TABLE public.oncely_workers (
+    name text NOT NULL,
+    started_at timestamp with time zone NOT NULL,
+    heartbeat_at timestamp with time zone NOT NULL,
+    oncely_version text NOT NULL,
+    code_version text NOT NULL
+);
+
 ALTER TABLE ONLY public.oncely_actions
     ADD CONSTRAINT oncely_actions_pkey PRIMARY KEY (id);
 
@@ -174,6 +183,9 @@ ALTER TABLE ONLY public.oncely_schedules
 ALTER TABLE ONLY public.oncely_sweeps
     ADD CONSTRAINT oncely_sweeps_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY public.oncely_workers
+    ADD CONSTRAINT oncely_workers_pkey PRIMARY KEY (name);
+
 CREATE INDEX oncely_actions_at ON public.oncely_actions USING btree (tenant, at, id);
 
 CREATE INDEX oncely_actions_schedule ON public.oncely_actions USING btree (tenant, key, at, id);
@@ -194,7 +206,11 @@ CREATE INDEX oncely_schedules_due ON public.oncely_schedules USING btree (next_r
 
 CREATE INDEX oncely_schedules_keyless_done ON public.oncely_schedules USING btree (updated_at) WHERE (keyless AND (status = ANY (ARRAY['ended'::text, 'removed'::text])));
 
+CREATE INDEX oncely_schedules_pause_ends ON public.oncely_schedules USING btree (paused_until) WHERE (paused_until IS NOT NULL);
+
 CREATE INDEX oncely_sweeps_finished ON public.oncely_sweeps USING btree (finished_at, id);
+
+CREATE INDEX oncely_workers_heartbeat ON public.oncely_workers USING btree (heartbeat_at);
 
 ALTER TABLE ONLY public.oncely_occurrences
     ADD CONSTRAINT oncely_occurrences_schedule_id_fkey FOREIGN KEY (schedule_id) REFERENCES public.oncely_schedules(id);

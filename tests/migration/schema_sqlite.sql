@@ -34,8 +34,15 @@ CREATE INDEX oncely_schedules_due ON oncely_schedules (next_run_at)
 CREATE INDEX oncely_schedules_keyless_done ON oncely_schedules (updated_at)
     WHERE keyless AND status IN ('ended', 'removed');
 
+-- index oncely_schedules_pause_ends
+CREATE INDEX oncely_schedules_pause_ends ON oncely_schedules (paused_until)
+    WHERE paused_until IS NOT NULL;
+
 -- index oncely_sweeps_finished
 CREATE INDEX oncely_sweeps_finished ON oncely_sweeps (finished_at, id);
+
+-- index oncely_workers_heartbeat
+CREATE INDEX oncely_workers_heartbeat ON oncely_workers (heartbeat_at);
 
 -- table oncely_actions
 CREATE TABLE oncely_actions (
@@ -136,7 +143,7 @@ CREATE TABLE oncely_schedules (
     next_run_at          integer,
     consecutive_failures integer     NOT NULL DEFAULT 0,
     created_at           integer     NOT NULL,
-    updated_at           integer     NOT NULL, keyless integer NOT NULL DEFAULT 0,
+    updated_at           integer     NOT NULL, keyless integer NOT NULL DEFAULT 0, paused_until integer,
     UNIQUE (tenant, key)
 ) STRICT;
 
@@ -150,5 +157,14 @@ CREATE TABLE oncely_sweeps (
     reclaimed   integer NOT NULL,
     abandoned   integer NOT NULL,
     error       text
+) STRICT;
+
+-- table oncely_workers
+CREATE TABLE oncely_workers (
+    name           text    PRIMARY KEY,
+    started_at     integer NOT NULL,
+    heartbeat_at   integer NOT NULL,
+    oncely_version text    NOT NULL,
+    code_version   text    NOT NULL
 ) STRICT;
 

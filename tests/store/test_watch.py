@@ -49,14 +49,15 @@ class Story:
     watch under test counts the marks too.
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, channel: str = "oncely") -> None:
+        self._channel = channel
         self._listening = psycopg.connect(url, autocommit=True)
-        self._listening.execute("LISTEN oncely")
+        self._listening.execute(f"LISTEN {channel}")
         self._marking = psycopg.connect(url, autocommit=True)
         self.marks = 0
 
     def mark(self, call: str) -> None:
-        self._marking.execute("SELECT pg_notify('oncely', %s)", [call])
+        self._marking.execute("SELECT pg_notify(%s, %s)", [self._channel, call])
         self.marks += 1
 
     def told(self) -> list[tuple[str, int]]:
@@ -207,6 +208,49 @@ def test_claims_and_bookings_do_not_wake_a_watcher(pg: PostgresStore, story: Sto
     pg.book_failure(second, NOW, error="boom", retry_at=None, pause_after=None)
     story.mark("failure")
     assert story.told() == [("defers", 2), ("claim", 0), ("success", 0), ("failure", 0)]
+
+
+def test_each_booking_call_tells_the_outcome_channel_once(
+    postgres_url: str, pg: PostgresStore
+) -> None:
+    story = Story(postgres_url, channel="oncely_outcomes")
+    try:
+        for key in "abcde":
+            defer(pg, key)
+        story.mark("defers")
+        a, b, c, d, e = claim(pg)
+        story.mark("claim")
+        pg.book_success([a, b], NOW)
+        story.mark("two successes")
+        pg.book_skipped(c, NOW, "misfire: too late")
+        story.mark("skipped")
+        pg.book_failure(d, NOW, error="boom", retry_at=None, pause_after=None)
+        story.mark("failure")
+        pg.book_success([a], NOW)  # booked already: nothing booked, the notice is cheap
+        story.mark("again")
+        assert story.told() == [
+            ("defers", 0), ("claim", 0), ("two successes", 1), ("skipped", 1), ("failure", 1),
+            ("again", 1),
+        ]  # fmt: skip
+        assert e.key == "e"
+    finally:
+        story.close()
+
+
+def test_only_a_watch_of_outcomes_hears_bookings(pg: PostgresStore) -> None:
+    defer(pg, "a")
+    (booked,) = claim(pg)
+    workers, dashboard = Notices(), Notices()
+    watches = [pg.watch(workers), pg.watch(dashboard, outcomes=True)]
+    try:
+        pg.book_success([booked], NOW)
+        assert dashboard.wait_for(1) == 1
+        time.sleep(0.3)
+        assert workers.count == 0
+    finally:
+        for watch in watches:
+            assert watch is not None
+            watch.close()
 
 
 def test_release_and_reclaim_wake_a_watcher(pg: PostgresStore, story: Story) -> None:

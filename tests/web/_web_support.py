@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 import uvicorn
 
 import oncely
+from oncely.model import Claim
 from oncely.web import ACTIONS, dashboard
 
 START = datetime(2026, 3, 27, 12, 0, tzinfo=UTC)  # a Friday, two days before Berlin's DST change
@@ -74,6 +75,16 @@ def build(url: str) -> tuple[oncely.App, Clock]:
     return app, clock
 
 
+def claim(app: oncely.App, key: str, owner: str) -> Claim:
+    """Trigger schedule ``key`` (of the job of that name) now and claim it as worker ``owner``."""
+    app.trigger(key)
+    (claimed,) = app.store.claim_due(
+        owner=owner, lease=timedelta(minutes=5), limit=1, now=app.now(),
+        jobs=[key], reclaim=[key], serial=[],
+    )  # fmt: skip
+    return claimed
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -113,6 +124,18 @@ def grants_of(name: str) -> set[str]:
 
 def granted_dashboard(app: oncely.App) -> Any:
     return dashboard(app, auth=who_is, grants=grants_of, secret=b"test secret")
+
+
+def ada(token: str, **more: str) -> dict[str, str]:
+    """The headers of a same-origin request by ada, who is granted every action."""
+    return {"cookie": "who=ada", "sec-fetch-site": "same-origin", **more}
+
+
+def token_of(asgi: object, who: str = "ada") -> str:
+    """The form token the dashboard gives ``who`` on a page."""
+    page = call(asgi, "GET", "/schedules/beat", headers={"cookie": f"who={who}"})
+    marker = 'name="csrf" value="'
+    return page.body.split(marker, 1)[1].split('"', 1)[0]
 
 
 @dataclass

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -130,16 +130,20 @@ def test_a_schedule_shows_timeline_explain_upcoming_and_history(
 def test_an_occurrence_shows_its_error_and_idempotency_key(
     page: Page, site: Any, tmp_path: Path
 ) -> None:
-    _, _, base = site
+    app, clock, base = site
     page.goto(base + "/schedules/sync")
     page.locator(".timeline .cell").first.click()
     expect(page.locator("h1")).to_contain_text("sync at 2026-03-27 12:10:00Z")
     expect(page.locator("pre.error")).to_contain_text("Traceback (most recent call last)")
     expect(page.locator("dl.facts")).to_contain_text("/sync/2026-03-27T12:10:00+00:00")
     shot(page, "occurrence", tmp_path)
+    beat = clock.now - timedelta(seconds=20)
+    app.store.beat(oncely.model.WorkerBeat("web-1#11", beat, beat, "1.2.3", "c0ffee" * 8))
     for path in ("/workers", "/locks", "/drift"):
         page.goto(base + path)
         expect(page.locator("h1")).to_have_text(path[1:].capitalize())
+        if path == "/workers":
+            expect(page.locator("#workers tr.live")).to_contain_text("live 20 s ago")
     expect(page.locator("#unscheduled")).to_contain_text("export")
 
 
@@ -159,9 +163,14 @@ def test_each_action_with_a_grant_changes_the_store_and_is_recorded(page: Page, 
     triggered = app.history("beat", since=now, until=now + timedelta(seconds=1))
     assert [o.origin for o in triggered] == ["trigger"]
 
+    page.locator("form.action:has(button[value=pause]) input[name=until]").fill(
+        "2026-03-27T14:00:00"
+    )
     act(page, "pause", "vendor outage")
     expect(page.locator("button[value=resume]")).to_be_visible()
-    assert next(s for s in app.schedules(key_prefix="beat") if s.key == "beat").paused
+    expect(page.locator("p.facts")).to_contain_text("paused until 2026-03-27 14:00:00")
+    beat = next(s for s in app.schedules(key_prefix="beat") if s.key == "beat")
+    assert (beat.paused, beat.paused_until) == (True, datetime(2026, 3, 27, 14, tzinfo=UTC))
     act(page, "resume", "vendor back")
     expect(page.locator("button[value=pause]")).to_be_visible()
     assert not next(s for s in app.schedules(key_prefix="beat") if s.key == "beat").paused

@@ -10,7 +10,7 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
-from _web_support import build, call, served
+from _web_support import build, call, claim, served
 
 import oncely
 from oncely.web import dashboard
@@ -42,6 +42,23 @@ def test_a_change_in_the_store_is_pushed_as_an_event_on_postgresql(pg_app: oncel
         time.sleep(0.5)  # the stream is registered before the change is made
         assert received == []  # nothing is sent while nothing changes
         assert pg_app.trigger("digest") == 1  # made due now: the store NOTIFYs
+        reader.join(timeout=10)
+        assert received == [b"event: change\n"]
+        stream.close()
+
+
+def test_an_outcome_booked_by_a_worker_is_pushed_as_an_event(pg_app: oncely.App) -> None:
+    claimed = claim(pg_app, "digest", "web-1#11")
+    with served(dashboard(pg_app)) as base:
+        stream = urllib.request.urlopen(base + "/events", timeout=10)
+        assert stream.readline() == b"retry: 3000\n"
+        assert stream.readline() == b"\n"
+        received: list[bytes] = []
+        reader = threading.Thread(target=lambda: received.append(stream.readline()), daemon=True)
+        reader.start()
+        time.sleep(0.5)  # the stream is registered before the outcome is booked
+        assert received == []
+        assert pg_app.store.book_success([claimed], pg_app.now()) == [claimed]
         reader.join(timeout=10)
         assert received == [b"event: change\n"]
         stream.close()

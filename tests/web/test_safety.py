@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _web_support import EVIL, build, call, granted_dashboard
+from _web_support import EVIL, ada, build, call, granted_dashboard, token_of
 
 import oncely
 from oncely.errors import ConfigurationError
@@ -22,16 +22,6 @@ def app(sqlite_url: str) -> Iterator[oncely.App]:
     made, _ = build(sqlite_url)
     yield made
     made.close()
-
-
-def ada(token: str, **more: str) -> dict[str, str]:
-    return {"cookie": "who=ada", "sec-fetch-site": "same-origin", **more}
-
-
-def token_of(asgi: object, who: str = "ada") -> str:
-    page = call(asgi, "GET", "/schedules/beat", headers={"cookie": f"who={who}"})
-    marker = 'name="csrf" value="'
-    return page.body.split(marker, 1)[1].split('"', 1)[0]
 
 
 def paused(app: oncely.App, key: str) -> bool:

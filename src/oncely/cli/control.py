@@ -8,6 +8,7 @@ import click
 
 from oncely.app import App
 from oncely.cli.loading import app_in_use
+from oncely.cli.moment import Moment, ahead, time_option
 from oncely.cli.options import TENANT_OF_KEY, as_json, scoped, tenant_option
 from oncely.cli.output import print_json, when
 from oncely.model import Schedule
@@ -54,21 +55,31 @@ def trigger(app_spec: str, key: str, tenant: str | None, json_output: bool) -> N
 @click.command()
 @click.argument("app_spec", metavar="MODULE:APP")
 @click.argument("key")
+@time_option("--until", "Resume by itself at this time.", forward=True)
 @tenant_option(TENANT_OF_KEY)
 @as_json
-def pause(app_spec: str, key: str, tenant: str | None, json_output: bool) -> None:
-    """Stop schedule KEY firing until `oncely resume`; its history and next run stay."""
+def pause(
+    app_spec: str, key: str, until: Moment | None, tenant: str | None, json_output: bool
+) -> None:
+    """Stop schedule KEY firing until `oncely resume` (or --until); its history and next run
+    stay."""
     with app_in_use(app_spec, key=key, tenant=tenant) as app:
+        end = None if until is None else ahead(until, app.now(), "--until")
         before = _current(app, tenant, key)
-        changed = before is None or not before.paused
-        schedule = scoped(app, tenant).pause(key) if changed else before
+        changed = before is None or not before.paused or before.paused_until != end
+        schedule = scoped(app, tenant).pause(key, until=end) if changed else before
     assert schedule is not None
+    named = _named(key, tenant)
     if json_output:
-        print_json(_document(key, tenant, paused=True, changed=changed))
+        print_json(
+            _document(key, tenant, paused=True, paused_until=schedule.paused_until, changed=changed)
+        )
     elif not changed:
-        click.echo(f"{_named(key, tenant)} is already paused; nothing changed")
+        click.echo(f"{named} is already paused; nothing changed")
+    elif end is not None:
+        click.echo(f"paused {named} until {when(end)}: it resumes by itself then")
     else:
-        click.echo(f"paused {_named(key, tenant)}: it does not fire until `oncely resume`")
+        click.echo(f"paused {named}: it does not fire until `oncely resume`")
 
 
 @click.command()

@@ -150,6 +150,7 @@ def _unscheduled(app: App, tenant: str | None) -> list[dict[str, Any]]:
                 "trigger_spec": None if job.trigger is None else job.trigger.to_spec(),
                 "next_run_at": None,
                 "paused": False,
+                "paused_until": None,
                 "status": NO_SCHEDULE,
                 "status_reason": None,
                 "overdue": False,

@@ -9,6 +9,8 @@ from typing import Any, TypeVar
 
 import click
 
+from oncely.cli.output import when
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 FORMS = (
@@ -54,6 +56,22 @@ def at(moment: Moment, now: datetime, option: str) -> datetime:
         ) from exc
 
 
+def ahead(moment: Moment, now: datetime, option: str) -> datetime:
+    """The instant ``moment`` names at ``now``, a duration counting forward (``--until`` of
+    `oncely pause`). Raises `click.BadParameter` when it is not after ``now``."""
+    try:
+        instant = moment if isinstance(moment, datetime) else now + moment
+    except OverflowError as exc:
+        raise click.BadParameter(f"{moment} from now is past year 9999", param_hint=option) from exc
+    if instant <= now:
+        raise click.BadParameter(
+            f"{when(instant)} is not in the future (now is {when(now)}); pass a later "
+            "time, or a duration ahead such as 2h",
+            param_hint=option,
+        )
+    return instant
+
+
 def _read(ctx: click.Context, param: click.Parameter, value: str | None) -> Moment | None:
     """The click callback that reads ``--since`` and ``--until`` (a bad one is exit status 2)."""
     if value is None:
@@ -64,13 +82,17 @@ def _read(ctx: click.Context, param: click.Parameter, value: str | None) -> Mome
         raise click.BadParameter(str(exc), ctx=ctx, param=param) from exc
 
 
-def time_option(name: str, meaning: str, *, required: bool = False) -> Callable[[F], F]:
-    """``--since`` or ``--until`` (``name``): a `Moment`, as parsed by `parse_moment`."""
+def time_option(
+    name: str, meaning: str, *, required: bool = False, forward: bool = False
+) -> Callable[[F], F]:
+    """``--since`` or ``--until`` (``name``): a `Moment`, as parsed by `parse_moment`; a
+    duration counts back from now, or ahead with ``forward`` (resolved by `ahead`)."""
+    direction = "from now" if forward else "back from now"
     return click.option(
         name,
         metavar="TIME",
         required=required,
         callback=_read,
-        help=f"{meaning} An ISO 8601 date or datetime (naive means UTC), or a duration back "
-        "from now: 30m, 12h, 7d, 2w.",
+        help=f"{meaning} An ISO 8601 date or datetime (naive means UTC), or a duration "
+        f"{direction}: 30m, 12h, 7d, 2w.",
     )

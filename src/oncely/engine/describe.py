@@ -154,6 +154,7 @@ def schedule_document(schedule: Schedule, now: datetime) -> dict[str, Any]:
         "trigger_spec": None if trigger is None else trigger.to_spec(),
         "next_run_at": schedule.next_run_at,
         "paused": schedule.paused,
+        "paused_until": schedule.paused_until,
         "status": schedule.status,
         "status_reason": schedule.status_reason,
         "overdue": is_overdue(schedule, now),

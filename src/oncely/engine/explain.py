@@ -50,6 +50,8 @@ class Explanation:
             return f"stopped: its stored trigger no longer reads ({s.status_reason})"
         if s.status == "ended":
             return "ended: its trigger has no further occurrence"
+        if s.paused and s.paused_until is not None:
+            return f"paused until {iso_utc(s.paused_until)}, then it resumes by itself"
         if s.paused:
             return f"paused{f' ({s.status_reason})' if s.status_reason else ''}; resume() starts it"
         if self.overdue and s.next_run_at is not None:

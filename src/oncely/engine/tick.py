@@ -105,8 +105,9 @@ class Engine:
         return report
 
     def prepare(self, report: TickReport, *, ahead_to: datetime | None = None) -> None:
-        """The steps before running: reconcile (once), abandon lost at_most_once attempts,
-        materialise what is due. Raises `TickFailed` at the first step that fails.
+        """The steps before running: reconcile (once), resume the schedules whose pause ended,
+        abandon lost at_most_once attempts, materialise what is due. Raises `TickFailed` at the
+        first step that fails.
 
         ``ahead_to`` (the worker's next due time, a moment away) also materialises what comes
         due by then, as pending rows that become claimable at their time: at that time the
@@ -114,6 +115,7 @@ class Engine:
         """
         if not self.reconciled:
             _step("reconcile", self._reconcile, report)
+        _step("resume", self._resume, report)
         _step("abandon", self._abandon, report)
         _step("materialise", lambda r: self._materialise(r, ahead_to), report)
 
@@ -154,6 +156,12 @@ class Engine:
     def _reconcile(self, report: TickReport) -> None:
         self.reconciler.start()
         self.reconciled = True
+
+    def _resume(self, report: TickReport) -> None:
+        # Before materialising: the first occurrence after a pause's end is planned in the
+        # same prepare as the resume, as if resumed by hand at that moment.
+        for action in self.store.resume_ended_pauses(self.clock(), f"oncely ({worker_id()})"):
+            log.info("oncely: schedule %r resumed: %s", action.key, action.reason)
 
     def _abandon(self, report: TickReport) -> None:
         at_most_once = [name for name, job in self.jobs.items() if job.delivery == "at_most_once"]

@@ -41,9 +41,10 @@ from typing import Any
 from oncely.lint.config import LintConfig
 from oncely.lint.discovery import nonblocking, read_regular
 from oncely.lint.finding import Finding
-from oncely.lint.manifest import CACHE_FOLDER, oncely_version
+from oncely.lint.manifest import CACHE_FOLDER
 from oncely.lint.rules.base import module_name
 from oncely.lint.signing import seal, unseal
+from oncely.version import oncely_version
 
 #: Where the cache lives, relative to the config root (the directory of pyproject.toml).
 CACHE_DIR = Path(CACHE_FOLDER)

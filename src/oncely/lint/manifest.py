@@ -38,6 +38,7 @@ import os
 import sys
 
 from oncely.lint.discovery import nearest_pyproject, python_files_under
+from oncely.version import oncely_version
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -211,13 +212,3 @@ def _prune(folder: str) -> None:
     for _, path in sorted(manifests, reverse=True)[_KEPT:]:
         with contextlib.suppress(OSError):
             os.unlink(path)
-
-
-def oncely_version() -> str:
-    """The installed oncely's version ('unknown' when run from a source tree not installed)."""
-    from importlib import metadata  # tens of milliseconds: only SARIF output needs it
-
-    try:
-        return metadata.version("oncely")
-    except metadata.PackageNotFoundError:
-        return "unknown"

@@ -20,8 +20,8 @@ from typing import Any
 from urllib.parse import quote
 
 from oncely.lint.finding import NOTE, Finding
-from oncely.lint.manifest import oncely_version
 from oncely.lint.rules import Rule
+from oncely.version import oncely_version
 
 SARIF_SCHEMA = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"

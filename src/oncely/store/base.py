@@ -7,6 +7,7 @@ channel, how a time is written) is left to `store/sqlite.py` and `store/postgres
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,6 +23,7 @@ from oncely.model import (
     Schedule,
     ScheduleStatus,
     Sweep,
+    WorkerBeat,
 )
 from oncely.recurrence import At
 from oncely.store import housekeeping, records
@@ -96,14 +98,40 @@ class SqlStore(Bookings):
         return [row["key"] for row in rows]
 
     def set_paused(
-        self, tenant: str | None, key: str, paused: bool, now: datetime, *, within: Any = None
+        self,
+        tenant: str | None,
+        key: str,
+        paused: bool,
+        now: datetime,
+        *,
+        until: datetime | None = None,
+        within: Any = None,
     ) -> Schedule:
-        params = {"tenant": tenant_column(tenant), "key": key, "paused": paused, "now": now}
+        params = {
+            "tenant": tenant_column(tenant), "key": key, "paused": paused, "now": now,
+            "until": until if paused else None,
+        }  # fmt: skip
         with self._writing(within) as connection:
             found = self._row(connection, "set_paused", params)
-            if found is not None and not paused:
+            # A pause's end is a wake-up time too: a worker asleep past it would resume late.
+            if found is not None and (not paused or until is not None):
                 self._notify(connection)
         return known(None if found is None else records.schedule(found), tenant, key)
+
+    def resume_ended_pauses(self, now: datetime, actor: str, limit: int = 100) -> list[Action]:
+        with self._writing() as connection:
+            ended = self._rows(connection, "lock_ended_pauses", {"now": now, "limit": limit})
+            if not ended:
+                return []
+            resumed = [records.pause_ended(row, now, actor) for row in ended]
+            self._changed_each(
+                connection, "end_pause", [{"id": row["id"], "now": now} for row in ended]
+            )
+            self._changed_each(
+                connection, "insert_action", [housekeeping.action_params(a) for a in resumed]
+            )
+            self._notify(connection)
+        return resumed
 
     def remove_schedule(
         self, tenant: str | None, key: str, now: datetime, *, within: Any = None
@@ -252,6 +280,23 @@ class SqlStore(Bookings):
         with self._reading() as connection:
             rows = self._rows(connection, "list_code_versions", {"limit": limit})
         return [CodeVersion(**row) for row in rows]
+
+    def beat(self, worker: WorkerBeat) -> None:
+        with self._writing() as connection:
+            self._changed(connection, "beat_worker", asdict(worker))
+
+    def forget_worker(self, name: str) -> None:
+        with self._writing() as connection:
+            self._changed(connection, "forget_worker", {"name": name})
+
+    def forget_silent_workers(self, before: datetime) -> int:
+        with self._writing() as connection:
+            return max(self._changed(connection, "forget_silent_workers", {"before": before}), 0)
+
+    def workers(self, limit: int = 100) -> list[WorkerBeat]:
+        with self._reading() as connection:
+            rows = self._rows(connection, "select_workers", {"limit": limit})
+        return [records.worker(row) for row in rows]
 
     def record_sweep(self, sweep: Sweep) -> None:
         with self._writing() as connection:

@@ -26,6 +26,8 @@ class Bookings(Dialect):
             return []
         with self._writing() as connection:
             rows = self._rows(connection, "book_success", {**self._claims(claims), "now": now})
+            if rows:
+                self._notify_outcome(connection)
             booked = {row["id"] for row in rows}
             done = [c for c in claims if c.occurrence_id in booked]
             streaks = sorted({c.schedule_id for c in done if c.failure_streak})
@@ -36,7 +38,10 @@ class Bookings(Dialect):
     def book_skipped(self, claim: Claim, now: datetime, reason: str) -> bool:
         params = {"id": claim.occurrence_id, "fence": claim.fence, "now": now, "reason": reason}
         with self._writing() as connection:
-            return self._row(connection, "book_skipped", params) is not None
+            skipped = self._row(connection, "book_skipped", params) is not None
+            if skipped:
+                self._notify_outcome(connection)
+        return skipped
 
     def book_failure(
         self,
@@ -52,7 +57,8 @@ class Bookings(Dialect):
             if retry_at is not None:
                 retried = self._row(connection, "book_retry", {**params, "retry_at": retry_at})
                 if retried is not None:
-                    # The retry comes due sooner than a sleeping worker's next wake-up may be.
+                    # The retry comes due sooner than a sleeping worker's next wake-up may be
+                    # (the dashboard hears this notice too: no outcome notice besides).
                     self._notify(connection)
                 return Failure(booked=retried is not None, final=False)
             failed = self._row(connection, "book_failed", params)
@@ -60,6 +66,7 @@ class Bookings(Dialect):
                 return Failure(booked=False, final=True)
             count = {"schedule_id": failed["schedule_id"], "pause_after": pause_after, "now": now}
             counted = self._row(connection, "count_failure", count)
+            self._notify_outcome(connection)
         assert counted is not None
         return Failure(
             booked=True,
@@ -149,6 +156,7 @@ class Bookings(Dialect):
         """Delete the keyless one-offs left without history, and the sweeps, before ``before``."""
         self._changed(connection, "prune_keyless_schedules", {"before": before, "limit": limit})
         self._changed(connection, "prune_sweeps", {"before": before})
+        self._changed(connection, "prune_actions", {"before": before})
 
     def _candidates(
         self,

@@ -54,6 +54,10 @@ class Dialect(Store):
         """Run statement ``name`` once per item of ``params``; return the rows changed in all."""
 
     @abstractmethod
+    def _notify_outcome(self, connection: Any) -> None:
+        """Tell open dashboards, at commit, that an outcome was booked (or nothing)."""
+
+    @abstractmethod
     def _notify(self, connection: Any) -> None:
         """Tell watching workers, at commit, that something may be due sooner (or nothing)."""
 

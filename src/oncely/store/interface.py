@@ -26,6 +26,7 @@ from oncely.model import (
     ScheduleOrigin,
     ScheduleStatus,
     Sweep,
+    WorkerBeat,
 )
 from oncely.recurrence import Trigger
 
@@ -153,9 +154,26 @@ class Store(ABC):
 
     @abstractmethod
     def set_paused(
-        self, tenant: str | None, key: str, paused: bool, now: datetime, *, within: Any = None
+        self,
+        tenant: str | None,
+        key: str,
+        paused: bool,
+        now: datetime,
+        *,
+        until: datetime | None = None,
+        within: Any = None,
     ) -> Schedule:
-        """Pause or resume schedule (tenant, key); raise `UnknownSchedule` if absent or removed."""
+        """Pause or resume schedule (tenant, key); raise `UnknownSchedule` if absent or removed.
+
+        ``until`` (pausing only): the pause ends by itself then (`resume_ended_pauses`); None,
+        and any resume, clears a pause's end: it lasts until resumed by hand."""
+
+    @abstractmethod
+    def resume_ended_pauses(self, now: datetime, actor: str, limit: int = 100) -> list[Action]:
+        """Resume the schedules, not removed, whose pause ended (``paused_until`` at or before
+        ``now``; NULL never ends), at most ``limit``, the earliest ended first, and record each
+        resume as an `Action` by ``actor`` in the same transaction; return those actions. One
+        another process is resuming at the same moment is left to it."""
 
     @abstractmethod
     def remove_schedule(
@@ -359,8 +377,9 @@ class Store(ABC):
     ) -> datetime | None:
         """Return when something of ``jobs`` (None: any job) next comes due: the earliest next
         run of an active, unpaused schedule, or the earliest ``run_after`` of a pending or
-        retrying occurrence a claim could take (its schedule neither paused nor removed); None
-        when there is neither. With ``after``, only times later than it count.
+        retrying occurrence a claim could take (its schedule neither paused nor removed), or the
+        earliest end of a pause (`set_paused` ``until``); None when there is none of these. With
+        ``after``, only times later than it count.
         """
 
     @abstractmethod
@@ -471,6 +490,24 @@ class Store(ABC):
         disagree still agree on when a lease expires."""
 
     @abstractmethod
+    def beat(self, worker: WorkerBeat) -> None:
+        """Record ``worker``'s heartbeat: its row is made, or updated (never moving
+        ``heartbeat_at`` back, nor ``started_at`` at all). Raises `StoreUnavailable`."""
+
+    @abstractmethod
+    def forget_worker(self, name: str) -> None:
+        """Delete the row of worker ``name`` (it stopped); none is no error."""
+
+    @abstractmethod
+    def forget_silent_workers(self, before: datetime) -> int:
+        """Delete the rows of workers whose last heartbeat is before ``before`` (killed
+        without stopping); return how many."""
+
+    @abstractmethod
+    def workers(self, limit: int = 100) -> list[WorkerBeat]:
+        """Return the workers on record, latest heartbeat first, at most ``limit``."""
+
+    @abstractmethod
     def record_sweep(self, sweep: Sweep) -> None:
         """Record one housekeeping pass. Raises `StoreUnavailable`."""
 
@@ -500,10 +537,10 @@ class Store(ABC):
         updated before ``before`` with no occurrence left. Code versions are kept: when a
         version was first seen tells an old release from a new one, and an old release started
         after its row was pruned counted as the newest (the cost is a row of a few dozen bytes
-        per version ever deployed). Every sweep with
-        ``finished_at < before`` goes. The oldest scheduled go first, read from a partial index
-        of finished occurrences: a call reads about ``limit`` rows, whatever the history's size
-        (the index costs one entry per booking of a final outcome).
+        per version ever deployed). Every sweep with ``finished_at < before`` goes, and every
+        action (`record_action`) with ``at < before``. The oldest scheduled go first, read from a
+        partial index of finished occurrences: a call reads about ``limit`` rows, whatever the
+        history's size (the index costs one entry per booking of a final outcome).
 
         Pruning leaves what the engine decides unchanged: the consecutive-failure count behind
         ``pause_after`` is a counter on the schedule, not a count of history; overlap checks and
@@ -570,12 +607,17 @@ class Store(ABC):
         """
 
     @abstractmethod
-    def watch(self, on_change: Callable[[], None]) -> Watch | None:
-        """Call ``on_change()`` whenever something may have come due sooner; None on SQLite.
+    def watch(self, on_change: Callable[[], None], *, outcomes: bool = False) -> Watch | None:
+        """Call ``on_change()`` whenever something may have come due sooner, and with
+        ``outcomes`` whenever an outcome is booked too; None on SQLite.
 
         PostgreSQL: every operation that makes something due sooner (`save_schedule`,
-        `add_occurrences`, `set_paused` resuming, `release`, `reclaim_expired` retrying) commits
-        a NOTIFY on channel ``oncely`` in its own transaction; claims and bookings never do. The
+        `add_occurrences`, `set_paused` resuming or given an end, `resume_ended_pauses`,
+        `release`, `reclaim_expired` retrying, `book_failure` retrying) commits a NOTIFY on
+        channel ``oncely`` in its own transaction; claims never do. Bookings (`book_success`,
+        `book_skipped`, `book_failure` failing) commit one on channel ``oncely_outcomes``
+        instead, one per call, which only a watch with ``outcomes`` (the dashboard's) hears:
+        workers are not woken by every outcome. The
         watch LISTENs on a connection of its own (not the pool's), from a daemon thread blocked in
         psycopg's ``notifies()``, never on a timer, and calls ``on_change()`` from that thread,
         once per notice; an exception from it is logged and the watch goes on. When the

@@ -288,7 +288,7 @@ class PostgresStore(PostgresConnections, SqlStore):
         now: datetime = row["now"]
         return now.astimezone(UTC)
 
-    def watch(self, on_change: Callable[[], None]) -> Watch | None:
+    def watch(self, on_change: Callable[[], None], *, outcomes: bool = False) -> Watch | None:
         try:
             conninfo = make_conninfo(self.conninfo, connect_timeout=TIMEOUT_S, **KEEPALIVES)
             connection = psycopg.connect(conninfo, autocommit=True)
@@ -296,6 +296,8 @@ class PostgresStore(PostgresConnections, SqlStore):
             raise StoreUnavailable(f"cannot watch PostgreSQL for changes: {exc}") from exc
         try:
             connection.execute(self._sql["listen_changes"])
+            if outcomes:
+                connection.execute(self._sql["listen_outcomes"])
         except psycopg.Error as exc:
             connection.close()
             raise StoreUnavailable(f"cannot watch PostgreSQL for changes: {exc}") from exc
@@ -317,6 +319,7 @@ class PostgresStore(PostgresConnections, SqlStore):
                 if claim.failure_streak:
                     streak = {"ids": _bigint_array([claim.schedule_id])}
                     within.execute(self._sql["reset_failures"], streak)
+                within.execute(self._sql["notify_outcome"])
                 within.commit()
         except psycopg.errors.DivisionByZero:
             within.rollback()  # the lease was taken over: the handler's writes go with it
@@ -347,6 +350,9 @@ class PostgresStore(PostgresConnections, SqlStore):
 
     def _notify(self, connection: Any) -> None:
         connection.execute(self._sql["notify_change"])
+
+    def _notify_outcome(self, connection: Any) -> None:
+        connection.execute(self._sql["notify_outcome"])
 
     def _texts(self, values: Iterable[str]) -> list[str]:
         return list(values)

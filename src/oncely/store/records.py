@@ -11,6 +11,7 @@ from oncely.errors import ConfigurationError, InvalidSchedule, OncelyError, Unkn
 from oncely.model import (
     NO_TENANT,
     Abandoned,
+    Action,
     Occurrence,
     OccurrenceOrigin,
     OccurrenceStatus,
@@ -19,6 +20,7 @@ from oncely.model import (
     Schedule,
     ScheduleOrigin,
     ScheduleStatus,
+    WorkerBeat,
 )
 from oncely.recurrence import Trigger, trigger_from_spec
 from oncely.store import payloads
@@ -151,6 +153,7 @@ def saved(values: Mapping[str, Any], item: Saving) -> Schedule:
         trigger=item.trigger,
         next_run_at=_utc(values["next_run_at"]) if status == "active" else None,
         paused=bool(values["paused"]),
+        paused_until=_utc(values.get("paused_until")),
         status=status,
         tenant=item.tenant,
         payload=item.payload,
@@ -244,6 +247,7 @@ def schedule(values: Mapping[str, Any]) -> Schedule:
         trigger=trigger,
         next_run_at=next_run_at if status == "active" else None,
         paused=bool(values["paused"]),
+        paused_until=_utc(values.get("paused_until")),
         status=status,
         tenant=tenant_of(values["tenant"]),
         payload=payload,
@@ -334,6 +338,7 @@ def occurrence(values: Mapping[str, Any]) -> Occurrence:
         origin=cast(OccurrenceOrigin, values["origin"]),
         retry_at=_utc(values["run_after"]) if values["status"] == "retrying" else None,
         lease_expires_at=_utc(values["lease_expires_at"]),
+        fence=values["fence"],
     )
 
 
@@ -346,4 +351,30 @@ def abandoned(values: Mapping[str, Any]) -> Abandoned:
         owner=values["lease_owner"],
         attempts=values["attempts"],
         job=values["job"],
+    )
+
+
+def pause_ended(values: Mapping[str, Any], now: datetime, actor: str) -> Action:
+    """The `Action` recording that the pause of schedule row ``values`` ended by itself."""
+    until = _utc(values["paused_until"])
+    assert until is not None
+    return Action(
+        now,
+        values["key"],
+        tenant_of(values["tenant"]),
+        "resume",
+        actor,
+        f"the pause until {until.isoformat()} ended",
+        "resumed by itself",
+    )
+
+
+def worker(values: Mapping[str, Any]) -> WorkerBeat:
+    """Map one ``select_workers`` row, with Python types, to a `WorkerBeat`."""
+    return WorkerBeat(
+        name=values["name"],
+        started_at=values["started_at"].astimezone(UTC),
+        heartbeat_at=values["heartbeat_at"].astimezone(UTC),
+        oncely_version=values["oncely_version"],
+        code_version=values["code_version"],
     )

@@ -49,7 +49,8 @@ _TIME_COLUMNS = frozenset(
     {
         "next_run_at", "created_at", "updated_at", "scheduled_for", "started_at", "finished_at",
         "run_after", "lease_expires_at", "expires_at", "first_seen_at", "last_seen_at",
-        "applied_at", "previous_finished_at", "at", "horizon", "before", "due",
+        "applied_at", "previous_finished_at", "at", "horizon", "before", "due", "paused_until",
+        "heartbeat_at",
     }
 )  # fmt: skip
 
@@ -333,7 +334,7 @@ class SqliteStore(SqliteConnections, SqlStore):
             if last:
                 return pruned
 
-    def watch(self, on_change: Callable[[], None]) -> Watch | None:
+    def watch(self, on_change: Callable[[], None], *, outcomes: bool = False) -> Watch | None:
         return None
 
     @contextmanager
@@ -369,6 +370,9 @@ class SqliteStore(SqliteConnections, SqlStore):
             return 0
         changed: int = connection.executemany(self._sql[name], map(_bind, params)).rowcount
         return changed
+
+    def _notify_outcome(self, connection: Any) -> None:
+        """Nothing: the dashboard polls SQLite."""
 
     def _notify(self, connection: Any) -> None:
         """Nothing: SQLite has no channel between processes; workers wake at the due time."""

@@ -32,8 +32,8 @@ def perform(
     app: App, who: str, action: str, target: str, tenant: str | None, fields: dict[str, str]
 ) -> Outcome:
     """Do ``action`` on schedule (or lock) ``target`` for ``who``, with ``fields`` from its form
-    (``reason`` always; ``since``, ``until``, ``confirm`` for backfill; ``at`` for retry;
-    ``token`` for release)."""
+    (``reason`` always; ``since``, ``until``, ``confirm`` for backfill; ``until``, optional,
+    for pause; ``at`` for retry; ``token`` for release)."""
     reason = " ".join(fields.get("reason", "").split())[:_REASON_LIMIT]
     if not reason:
         return Outcome(400, "say why (the reason is kept in the schedule's history)")
@@ -48,8 +48,9 @@ def perform(
             added = source.trigger(target)
             detail = f"added an occurrence at {iso_utc(now)}" if added else "already due now"
         elif action == "pause":
-            source.pause(target)
-            detail = "paused"
+            until = _moment(fields, "until") if fields.get("until", "").strip() else None
+            source.pause(target, until=until)
+            detail = "paused" if until is None else f"paused until {iso_utc(until)}"
         elif action == "resume":
             schedule = source.resume(target)
             nxt = schedule.next_run_at

@@ -27,7 +27,8 @@ class Changes:
 
     def touch(self) -> None:
         """Tell every open stream something changed: an action this process took, which the
-        store notices only when it makes something due sooner (not a pause)."""
+        store notices only when it makes something due sooner (not a pause) or books an
+        outcome."""
         self._on_change()
 
     def _on_change(self) -> None:  # on the watch's thread
@@ -41,7 +42,7 @@ class Changes:
         with self._lock:
             if self._watch is not None and self._watch.alive:
                 return
-            self._watch = self._store.watch(self._on_change)
+            self._watch = self._store.watch(self._on_change, outcomes=True)
 
     async def stream(self) -> AsyncIterator[str]:
         """Server-sent events: ``change`` with a counter each time the store says something

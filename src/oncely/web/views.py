@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any, cast, get_args
 
 from oncely.app import DEFAULT_PAGE, App
+from oncely.clock import RESYNC_S
 from oncely.engine import (
     idempotency_key,
     instance_document,
@@ -26,6 +27,8 @@ STATES = ("active", "ended", "invalid")
 STATUSES: tuple[str, ...] = get_args(OccurrenceStatus)
 #: An occurrence that started this long after its time is shown as late.
 LATE_AFTER = timedelta(minutes=1)
+#: A worker writes its heartbeat about once a minute: one silent for three is not live.
+LIVE_WITHIN = timedelta(seconds=3 * RESYNC_S)
 _PAGE_LIMIT = 500
 _BACKFILL_PREVIEW = 1000
 
@@ -124,28 +127,42 @@ def occurrence(app: App, tenant: str | None, key: str, at: datetime) -> dict[str
 
 
 def workers(app: App) -> dict[str, Any]:
-    """The workers: what runs where now, the code versions workers run and when each was last
-    seen, and the last housekeeping sweeps."""
+    """The workers: each one's last heartbeat and its age (live when it beat within
+    `LIVE_WITHIN`), its versions, what it runs now (its leases) and its last sweep; a worker
+    holding leases without a heartbeat row (an older version) is listed too. Then the code
+    versions workers run, and the last housekeeping sweeps."""
     now = app.now()
     running = app.store.running(1000)
     by_worker: dict[str, list[Occurrence]] = {}
     for o in running:
         by_worker.setdefault(o.worker or "?", []).append(o)
     sweeps = app.store.sweeps(20)
-    names = sorted({*by_worker, *(s.worker for s in sweeps)})
-    return {
-        "now": now,
-        "worker_seen_at": worker_seen_at(app.store.code_versions(1)),
-        "workers": [
+    beats = {w.name: w for w in app.store.workers(200)}
+    rows = []
+    for name in {*beats, *by_worker}:
+        beat = beats.get(name)
+        age = None if beat is None else (now - beat.heartbeat_at).total_seconds()
+        rows.append(
             {
                 "worker": name,
+                "live": age is not None and age <= LIVE_WITHIN.total_seconds(),
+                "heartbeat_at": None if beat is None else beat.heartbeat_at,
+                "heartbeat_age_seconds": age,
+                "started_at": None if beat is None else beat.started_at,
+                "oncely_version": None if beat is None else beat.oncely_version,
+                "code_version": None if beat is None else beat.code_version,
                 "in_flight": len(by_worker.get(name, [])),
                 "last_sweep_at": max(
                     (s.finished_at for s in sweeps if s.worker == name), default=None
                 ),
             }
-            for name in names
-        ],
+        )
+    rows.sort(key=lambda r: (not r["live"], r["heartbeat_age_seconds"] is None,
+                             r["heartbeat_age_seconds"] or 0, r["worker"]))  # fmt: skip
+    return {
+        "now": now,
+        "worker_seen_at": worker_seen_at(app.store.code_versions(1)),
+        "workers": rows,
         "versions": [
             {**asdict(v), "age_seconds": (now - v.last_seen_at).total_seconds()}
             for v in app.store.code_versions(20)

@@ -11,8 +11,10 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from oncely.clock import RESYNC_S
-from oncely.engine import Engine, Finished, TickReport
+from oncely.engine import Engine, Finished, TickReport, worker_id
 from oncely.errors import OncelyError
+from oncely.model import WorkerBeat
+from oncely.version import oncely_version
 from oncely.worker import pacing
 from oncely.worker.health import Health
 from oncely.worker.housekeeping import Housekeeping
@@ -63,6 +65,9 @@ class Cycle:
         self._prepared_at = float("-inf")
         # The first minute's check is the start's: the clock syncs and the code reconciles then.
         self._minutely_at = time.monotonic()
+        self._started_at = clock()
+        self._beaten_at = float("-inf")  # the first prepare beats: a new worker is listed at once
+        self._version = oncely_version()
         self._lead = pacing.Lead()
         self._prefetch = concurrency
         self._ahead_to: datetime | None = None
@@ -166,13 +171,29 @@ class Cycle:
             return bool(early) and early[0].claim.run_after < self._due_at
 
     def _every_minute(self) -> None:
-        """Take a new sample of the database's clock, and say this code version is live (and
-        apply its declarations if a newer version's workers are gone: a rollback)."""
+        """Write this worker's heartbeat row, take a new sample of the database's clock, and say
+        this code version is live (and apply its declarations if a newer version's workers are
+        gone: a rollback)."""
+        if time.monotonic() - self._beaten_at >= RESYNC_S:
+            self._beaten_at = time.monotonic()
+            self._beat()
         if time.monotonic() - self._minutely_at < RESYNC_S:
             return
         self._minutely_at = time.monotonic()
         self._sync_clock()
         self._engine().reconciler.check()
+
+    def _beat(self) -> None:
+        engine = self._engine()
+        engine.store.beat(
+            WorkerBeat(
+                name=worker_id(),
+                started_at=self._started_at,
+                heartbeat_at=self._clock(),
+                oncely_version=self._version,
+                code_version=engine.reconciler.fingerprint,
+            )
+        )
 
     def next_due(self, now: datetime) -> datetime:
         if self._more_waiting:

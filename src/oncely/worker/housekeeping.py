@@ -26,10 +26,13 @@ _PRUNE_BATCHES = 50
 # A worker that declares a job reclaims its lost attempts within a sweep or a claim; one whose
 # lease ran out this long ago belongs to a job no running worker declares.
 ORPHANED_AFTER = timedelta(hours=1)
+# A worker's row whose heartbeat is this old is deleted: the worker was killed without stopping.
+SILENT_WORKER_AFTER = timedelta(hours=1)
 
 
 class Housekeeping:
-    """Prunes history older than ``retention`` and reclaims expired leases."""
+    """Prunes history older than ``retention``, reclaims expired leases and forgets the rows of
+    workers silent for `SILENT_WORKER_AFTER`."""
 
     def __init__(self, lock: Lock, *, retention: timedelta, every: timedelta) -> None:
         """``lock`` is the app's lock named `LEASE_NAME`, held ``every`` at least."""
@@ -78,6 +81,7 @@ class Housekeeping:
                 orphan.attempts,
                 orphan.job,
             )
+        store.forget_silent_workers(now - SILENT_WORKER_AFTER)
         pruned = 0
         for _ in range(_PRUNE_BATCHES):
             batch = store.prune(now - self.retention, _PRUNE_BATCH)

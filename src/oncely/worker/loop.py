@@ -279,4 +279,8 @@ class Worker:
                 len(unbooked),
             )
         leave_running([h.claim for h in self._shared.held()], self.store, self.drain_timeout)
+        try:
+            self.store.forget_worker(worker_id())
+        except OncelyError as exc:
+            log.warning("oncely: the worker's row stays until housekeeping deletes it (%s)", exc)
         log.info("oncely: worker %s stopped", worker_id())

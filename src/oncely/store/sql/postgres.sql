@@ -80,8 +80,8 @@ ORDER BY s.tenant, s.key
 FOR UPDATE OF s;
 
 -- name: select_schedule
-SELECT id, tenant, key, job, origin, trigger_spec, payload, paused, status, status_reason,
-    next_run_at, created_at, updated_at
+SELECT id, tenant, key, job, origin, trigger_spec, payload, paused, paused_until, status,
+    status_reason, next_run_at, created_at, updated_at
 FROM oncely_schedules
 WHERE tenant = %(tenant)s AND key = %(key)s AND status <> 'removed';
 
@@ -89,8 +89,8 @@ WHERE tenant = %(tenant)s AND key = %(key)s AND status <> 'removed';
 -- One page of the schedules, by (tenant, key), after (after_tenant, after_key). Each filter's
 -- NULL arm is spelled out: a NULL filter means "any". Listing a million per-user reminders at
 -- once was the only way before. Unscheduled ones are listed only when asked for by status.
-SELECT id, tenant, key, job, origin, trigger_spec, payload, paused, status, status_reason,
-    next_run_at, created_at, updated_at
+SELECT id, tenant, key, job, origin, trigger_spec, payload, paused, paused_until, status,
+    status_reason, next_run_at, created_at, updated_at
 FROM oncely_schedules
 WHERE (status <> 'removed' OR %(status)s::text = 'removed')
   AND (%(all_tenants)s OR tenant = %(tenant)s)
@@ -102,10 +102,23 @@ ORDER BY tenant, key
 LIMIT %(limit)s;
 
 -- name: set_paused
-UPDATE oncely_schedules SET paused = %(paused)s, updated_at = %(now)s
+UPDATE oncely_schedules SET paused = %(paused)s, paused_until = %(until)s, updated_at = %(now)s
 WHERE tenant = %(tenant)s AND key = %(key)s AND status <> 'removed'
-RETURNING id, tenant, key, job, origin, trigger_spec, payload, paused, status, status_reason,
-    next_run_at, created_at, updated_at;
+RETURNING id, tenant, key, job, origin, trigger_spec, payload, paused, paused_until, status,
+    status_reason, next_run_at, created_at, updated_at;
+
+-- name: lock_ended_pauses
+-- Schedules whose pause ended at or before now, locked to be resumed (end_pause). One another
+-- worker is resuming right now is skipped, not waited for.
+SELECT id, tenant, key, paused_until FROM oncely_schedules
+WHERE paused_until IS NOT NULL AND paused_until <= %(now)s AND paused AND status <> 'removed'
+ORDER BY paused_until
+LIMIT %(limit)s
+FOR UPDATE OF oncely_schedules SKIP LOCKED;
+
+-- name: end_pause
+UPDATE oncely_schedules SET paused = false, paused_until = NULL, updated_at = %(now)s
+WHERE id = %(id)s;
 
 -- name: skip_waiting
 -- What a removed schedule had waiting (to run, or to retry) will not run: it is recorded so.
@@ -118,8 +131,8 @@ WHERE status IN ('pending', 'retrying')
 -- A removed schedule stops firing and stays, with its occurrences, as history.
 UPDATE oncely_schedules SET status = 'removed', next_run_at = NULL, updated_at = %(now)s
 WHERE tenant = %(tenant)s AND key = %(key)s AND status <> 'removed'
-RETURNING id, tenant, key, job, origin, trigger_spec, payload, paused, status, status_reason,
-    next_run_at, created_at, updated_at;
+RETURNING id, tenant, key, job, origin, trigger_spec, payload, paused, paused_until, status,
+    status_reason, next_run_at, created_at, updated_at;
 
 -- name: advance_schedule
 -- Compare-and-swap on next_run_at: of two processes materialising the same schedule, one moves it
@@ -156,11 +169,20 @@ WHERE oncely_occurrences.status = 'skipped'
        OR oncely_occurrences.reason LIKE 'unscheduled:%%');
 
 -- name: next_schedule_due
--- jobs NULL: any job; after NULL: any time.
-SELECT min(next_run_at) AS due FROM oncely_schedules
-WHERE status = 'active' AND NOT paused AND next_run_at IS NOT NULL
-  AND (%(jobs)s::text[] IS NULL OR job = ANY(%(jobs)s::text[]))
-  AND (%(after)s::timestamptz IS NULL OR next_run_at > %(after)s::timestamptz);
+-- The earliest next run of an active, unpaused schedule, or end of a pause (a wake-up time too),
+-- in one round trip; each min() reads its own partial index. jobs NULL: any job; after NULL: any
+-- time. min() over the two skips the NULL of an empty one.
+SELECT min(due) AS due FROM (
+    SELECT min(next_run_at) AS due FROM oncely_schedules
+    WHERE status = 'active' AND NOT paused AND next_run_at IS NOT NULL
+      AND (%(jobs)s::text[] IS NULL OR job = ANY(%(jobs)s::text[]))
+      AND (%(after)s::timestamptz IS NULL OR next_run_at > %(after)s::timestamptz)
+    UNION ALL
+    SELECT min(paused_until) FROM oncely_schedules
+    WHERE paused_until IS NOT NULL AND paused AND status <> 'removed'
+      AND (%(jobs)s::text[] IS NULL OR job = ANY(%(jobs)s::text[]))
+      AND (%(after)s::timestamptz IS NULL OR paused_until > %(after)s::timestamptz)
+) AS soonest;
 
 -- name: next_occurrence_due
 -- The earliest time a waiting or retrying occurrence may be claimed (the other half of the
@@ -179,7 +201,7 @@ LIMIT 1;
 -- Each filter's NULL arm is spelled out: a NULL filter means "any", never "matches NULL".
 SELECT s.key, o.tenant, o.scheduled_for, o.status, o.attempts, o.started_at, o.finished_at,
     o.worker, o.error, o.reason, o.local_wall, o.fold, o.dst_note, o.ordinal, o.origin, o.run_after,
-    o.lease_expires_at
+    o.lease_expires_at, o.fence
 FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE (%(all_tenants)s OR o.tenant = %(tenant)s)
   AND (%(key)s::text IS NULL OR s.key = %(key)s)
@@ -483,6 +505,11 @@ SET consecutive_failures = consecutive_failures + 1,
              AND consecutive_failures + 1 >= %(pause_after)s::integer
         THEN 'paused after ' || (consecutive_failures + 1) || ' consecutive failed occurrences'
         ELSE status_reason END,
+    -- The failures' pause lasts until resumed by hand, also over a pause with an end.
+    paused_until = CASE
+        WHEN %(pause_after)s::integer IS NOT NULL
+             AND consecutive_failures + 1 >= %(pause_after)s::integer
+        THEN NULL ELSE paused_until END,
     updated_at = %(now)s
 WHERE id = %(schedule_id)s
 RETURNING consecutive_failures, paused;
@@ -505,11 +532,21 @@ ORDER BY key;
 -- name: notify_change
 -- Committed with every change that makes something due sooner: a watching worker wakes early
 -- instead of sleeping to the due time it computed before the change. Never on claims and
--- bookings. Notices of one transaction on one channel are delivered once.
+-- bookings (bookings send notify_outcome). Notices of one transaction on one channel are
+-- delivered once.
 SELECT pg_notify('oncely', '');
 
 -- name: listen_changes
 LISTEN oncely;
+
+-- name: notify_outcome
+-- Committed with every booking (one per booking statement, not per row), on a channel of its
+-- own: the dashboard listens to it, the workers do not (an outcome makes nothing due sooner,
+-- and a wake-up per booking in every worker was what keeping bookings silent avoided).
+SELECT pg_notify('oncely_outcomes', '');
+
+-- name: listen_outcomes
+LISTEN oncely_outcomes;
 
 -- name: take_lease_token
 -- Not used on PostgreSQL, where acquire_lease takes its token from the sequence in the same
@@ -579,6 +616,11 @@ WHERE id = ANY(ARRAY(
 
 -- name: prune_sweeps
 DELETE FROM oncely_sweeps WHERE finished_at < %(before)s;
+
+-- name: prune_actions
+-- Actions are a record beside history and go with it: kept as long as the occurrences are.
+-- Read in full (no index leads with the time): a few rows per person-day, never a hot table.
+DELETE FROM oncely_actions WHERE at < %(before)s;
 
 -- name: reclaimable
 -- Running occurrences whose worker was lost (lease expired; a missing lease counts as expired),
@@ -717,8 +759,31 @@ SELECT job, count(*) AS schedules FROM oncely_schedules WHERE status <> 'removed
 -- catch-all query for status 'running' read the whole table when nothing ran.
 SELECT s.key, o.tenant, o.scheduled_for, o.status, o.attempts, o.started_at, o.finished_at,
     o.worker, o.error, o.reason, o.local_wall, o.fold, o.dst_note, o.ordinal, o.origin, o.run_after,
-    o.lease_expires_at
+    o.lease_expires_at, o.fence
 FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.status = 'running'
 ORDER BY o.lease_expires_at, o.id
+LIMIT %(limit)s;
+
+-- name: beat_worker
+-- A worker's heartbeat: its row, made on the first beat. A late beat (a clock stepped back)
+-- never moves the heartbeat back.
+INSERT INTO oncely_workers
+    (name, started_at, heartbeat_at, oncely_version, code_version)
+VALUES (%(name)s, %(started_at)s, %(heartbeat_at)s, %(oncely_version)s, %(code_version)s)
+ON CONFLICT (name) DO UPDATE SET
+    heartbeat_at = GREATEST(oncely_workers.heartbeat_at, excluded.heartbeat_at),
+    oncely_version = excluded.oncely_version, code_version = excluded.code_version;
+
+-- name: forget_worker
+DELETE FROM oncely_workers WHERE name = %(name)s;
+
+-- name: forget_silent_workers
+DELETE FROM oncely_workers WHERE heartbeat_at < %(before)s;
+
+-- name: select_workers
+-- Latest heartbeat first.
+SELECT name, started_at, heartbeat_at, oncely_version, code_version
+FROM oncely_workers
+ORDER BY heartbeat_at DESC, name
 LIMIT %(limit)s;

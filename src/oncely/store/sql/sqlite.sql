@@ -53,8 +53,8 @@ FROM json_each(:pairs) AS p
 JOIN oncely_schedules s ON s.tenant = p.value ->> 0 AND s.key = p.value ->> 1;
 
 -- name: select_schedule
-SELECT id, tenant, key, job, origin, trigger_spec, payload, paused, status, status_reason,
-    next_run_at, created_at, updated_at
+SELECT id, tenant, key, job, origin, trigger_spec, payload, paused, paused_until, status,
+    status_reason, next_run_at, created_at, updated_at
 FROM oncely_schedules
 WHERE tenant = :tenant AND key = :key AND status <> 'removed';
 
@@ -62,8 +62,8 @@ WHERE tenant = :tenant AND key = :key AND status <> 'removed';
 -- One page of the schedules, by (tenant, key), after (after_tenant, after_key). Each filter's
 -- NULL arm is spelled out: a NULL filter means "any". Listing a million per-user reminders at
 -- once was the only way before. Unscheduled ones are listed only when asked for by status.
-SELECT id, tenant, key, job, origin, trigger_spec, payload, paused, status, status_reason,
-    next_run_at, created_at, updated_at
+SELECT id, tenant, key, job, origin, trigger_spec, payload, paused, paused_until, status,
+    status_reason, next_run_at, created_at, updated_at
 FROM oncely_schedules
 WHERE (status <> 'removed' OR :status = 'removed')
   AND (:all_tenants OR tenant = :tenant)
@@ -75,10 +75,22 @@ ORDER BY tenant, key
 LIMIT coalesce(:limit, -1);
 
 -- name: set_paused
-UPDATE oncely_schedules SET paused = :paused, updated_at = :now
+UPDATE oncely_schedules SET paused = :paused, paused_until = :until, updated_at = :now
 WHERE tenant = :tenant AND key = :key AND status <> 'removed'
-RETURNING id, tenant, key, job, origin, trigger_spec, payload, paused, status, status_reason,
-    next_run_at, created_at, updated_at;
+RETURNING id, tenant, key, job, origin, trigger_spec, payload, paused, paused_until, status,
+    status_reason, next_run_at, created_at, updated_at;
+
+-- name: lock_ended_pauses
+-- Schedules whose pause ended at or before now, to be resumed (end_pause); the caller holds the
+-- write lock.
+SELECT id, tenant, key, paused_until FROM oncely_schedules
+WHERE paused_until IS NOT NULL AND paused_until <= :now AND paused = 1 AND status <> 'removed'
+ORDER BY paused_until
+LIMIT :limit;
+
+-- name: end_pause
+UPDATE oncely_schedules SET paused = 0, paused_until = NULL, updated_at = :now
+WHERE id = :id;
 
 -- name: skip_waiting
 -- What a removed schedule had waiting (to run, or to retry) will not run: it is recorded so.
@@ -91,8 +103,8 @@ WHERE status IN ('pending', 'retrying')
 -- A removed schedule stops firing and stays, with its occurrences, as history.
 UPDATE oncely_schedules SET status = 'removed', next_run_at = NULL, updated_at = :now
 WHERE tenant = :tenant AND key = :key AND status <> 'removed'
-RETURNING id, tenant, key, job, origin, trigger_spec, payload, paused, status, status_reason,
-    next_run_at, created_at, updated_at;
+RETURNING id, tenant, key, job, origin, trigger_spec, payload, paused, paused_until, status,
+    status_reason, next_run_at, created_at, updated_at;
 
 -- name: advance_schedule
 -- Compare-and-swap on next_run_at: of two processes materialising the same schedule, one moves it
@@ -128,11 +140,20 @@ WHERE oncely_occurrences.status = 'skipped'
        OR oncely_occurrences.reason LIKE 'unscheduled:%');
 
 -- name: next_schedule_due
--- jobs NULL: any job; after NULL: any time.
-SELECT min(next_run_at) AS due FROM oncely_schedules
-WHERE status = 'active' AND paused = 0 AND next_run_at IS NOT NULL
-  AND (:jobs IS NULL OR job IN (SELECT value FROM json_each(:jobs)))
-  AND (:after IS NULL OR next_run_at > :after);
+-- The earliest next run of an active, unpaused schedule, or end of a pause (a wake-up time too),
+-- in one round trip; each min() reads its own partial index. jobs NULL: any job; after NULL: any
+-- time. min() over the two skips the NULL of an empty one.
+SELECT min(due) AS due FROM (
+    SELECT min(next_run_at) AS due FROM oncely_schedules
+    WHERE status = 'active' AND paused = 0 AND next_run_at IS NOT NULL
+      AND (:jobs IS NULL OR job IN (SELECT value FROM json_each(:jobs)))
+      AND (:after IS NULL OR next_run_at > :after)
+    UNION ALL
+    SELECT min(paused_until) FROM oncely_schedules
+    WHERE paused_until IS NOT NULL AND paused = 1 AND status <> 'removed'
+      AND (:jobs IS NULL OR job IN (SELECT value FROM json_each(:jobs)))
+      AND (:after IS NULL OR paused_until > :after)
+);
 
 -- name: next_occurrence_due
 -- The earliest time a waiting or retrying occurrence may be claimed (the other half of the
@@ -150,7 +171,7 @@ LIMIT 1;
 -- Each filter's NULL arm is spelled out: a NULL filter means "any", never "matches NULL".
 SELECT s.key, o.tenant, o.scheduled_for, o.status, o.attempts, o.started_at, o.finished_at,
     o.worker, o.error, o.reason, o.local_wall, o.fold, o.dst_note, o.ordinal, o.origin, o.run_after,
-    o.lease_expires_at
+    o.lease_expires_at, o.fence
 FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE (:all_tenants OR o.tenant = :tenant)
   AND (:key IS NULL OR s.key = :key)
@@ -424,6 +445,10 @@ SET consecutive_failures = consecutive_failures + 1,
         WHEN paused = 0 AND :pause_after IS NOT NULL AND consecutive_failures + 1 >= :pause_after
         THEN 'paused after ' || (consecutive_failures + 1) || ' consecutive failed occurrences'
         ELSE status_reason END,
+    -- The failures' pause lasts until resumed by hand, also over a pause with an end.
+    paused_until = CASE
+        WHEN :pause_after IS NOT NULL AND consecutive_failures + 1 >= :pause_after
+        THEN NULL ELSE paused_until END,
     updated_at = :now
 WHERE id = :schedule_id
 RETURNING consecutive_failures, paused;
@@ -445,6 +470,14 @@ ORDER BY key;
 SELECT 1;
 
 -- name: listen_changes
+-- Not used on SQLite (see notify_change).
+SELECT 1;
+
+-- name: notify_outcome
+-- Not used on SQLite (see notify_change).
+SELECT 1;
+
+-- name: listen_outcomes
 -- Not used on SQLite (see notify_change).
 SELECT 1;
 
@@ -510,6 +543,11 @@ WHERE id IN (
 
 -- name: prune_sweeps
 DELETE FROM oncely_sweeps WHERE finished_at < :before;
+
+-- name: prune_actions
+-- Actions are a record beside history and go with it: kept as long as the occurrences are.
+-- Read in full (no index leads with the time): a few rows per person-day, never a hot table.
+DELETE FROM oncely_actions WHERE at < :before;
 
 -- name: reclaimable
 -- Running occurrences whose worker was lost (lease expired; a missing lease counts as expired),
@@ -650,8 +688,31 @@ SELECT job, count(*) AS schedules FROM oncely_schedules WHERE status <> 'removed
 -- catch-all query for status 'running' read the whole table when nothing ran.
 SELECT s.key, o.tenant, o.scheduled_for, o.status, o.attempts, o.started_at, o.finished_at,
     o.worker, o.error, o.reason, o.local_wall, o.fold, o.dst_note, o.ordinal, o.origin, o.run_after,
-    o.lease_expires_at
+    o.lease_expires_at, o.fence
 FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.status = 'running'
 ORDER BY o.lease_expires_at, o.id
+LIMIT :limit;
+
+-- name: beat_worker
+-- A worker's heartbeat: its row, made on the first beat. A late beat (a clock stepped back)
+-- never moves the heartbeat back.
+INSERT INTO oncely_workers
+    (name, started_at, heartbeat_at, oncely_version, code_version)
+VALUES (:name, :started_at, :heartbeat_at, :oncely_version, :code_version)
+ON CONFLICT (name) DO UPDATE SET
+    heartbeat_at = MAX(oncely_workers.heartbeat_at, excluded.heartbeat_at),
+    oncely_version = excluded.oncely_version, code_version = excluded.code_version;
+
+-- name: forget_worker
+DELETE FROM oncely_workers WHERE name = :name;
+
+-- name: forget_silent_workers
+DELETE FROM oncely_workers WHERE heartbeat_at < :before;
+
+-- name: select_workers
+-- Latest heartbeat first.
+SELECT name, started_at, heartbeat_at, oncely_version, code_version
+FROM oncely_workers
+ORDER BY heartbeat_at DESC, name
 LIMIT :limit;
