@@ -6,6 +6,7 @@ Each test is named after what broke before it existed, and runs on both stores.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from _engine_support import MakeApp
@@ -124,19 +125,17 @@ def test_buffer_one_runs_the_buffered_occurrence_however_long_the_previous_took(
     assert buffered.started_at == MONDAY + timedelta(minutes=80)
 
 
-def test_a_success_waiting_to_be_booked_outlives_no_lease_behind_a_long_handler(
-    make_app: MakeApp, clock: Clock
-) -> None:
-    """Found by the engine model: a tick ran a one-off, then a job with a longer lease for 80
-    minutes; the one-off's success, not yet booked, lost its 1-hour lease meanwhile, and
-    another worker ran it again."""
+def _beside_an_80_minute_report(
+    make_app: MakeApp, clock: Clock, *, name: str, **options: Any
+) -> tuple[oncely.App, oncely.App, list[str]]:
+    """Two apps, each with job ``name`` (declared with ``options``) and a job ``report`` that
+    runs 80 minutes while the other app ticks; the keys run, in order."""
     app, other = make_app(), make_app()
     ran: list[str] = []
     for each in (app, other):
-
-        @each.job(lease=timedelta(hours=1))
-        def remind(run: oncely.Run) -> None:
-            ran.append(run.key)
+        each.job(name=name, **{"lease": timedelta(hours=1), **options})(
+            lambda run: ran.append(run.key)
+        )
 
         @each.job(lease=timedelta(hours=3))
         def report(run: oncely.Run) -> None:
@@ -145,6 +144,16 @@ def test_a_success_waiting_to_be_booked_outlives_no_lease_behind_a_long_handler(
                 clock.advance(minutes=10)
                 other.tick()
 
+    return app, other, ran
+
+
+def test_a_success_waiting_to_be_booked_outlives_no_lease_behind_a_long_handler(
+    make_app: MakeApp, clock: Clock
+) -> None:
+    """Found by the engine model: a tick ran a one-off, then a job with a longer lease for 80
+    minutes; the one-off's success, not yet booked, lost its 1-hour lease meanwhile, and
+    another worker ran it again."""
+    app, other, ran = _beside_an_80_minute_report(make_app, clock, name="remind")
     clock.set(MONDAY - timedelta(minutes=5))
     app.defer("remind", at=MONDAY, key="remind:42")
     app.defer("report", at=MONDAY, key="report")
@@ -162,21 +171,9 @@ def test_an_at_most_once_one_off_claimed_beside_a_long_handler_is_not_abandoned_
     """Found by the engine model: a tick claimed an at_most_once one-off with a job that ran
     80 minutes; the one-off waited past its 10-minute lease, and the other app's tick
     abandoned it ("the worker was lost during the call") though it had never started."""
-    app, other = make_app(), make_app()
-    ran: list[str] = []
-    for each in (app, other):
-
-        @each.job(delivery="at_most_once", lease=timedelta(minutes=10))
-        def notify(run: oncely.Run) -> None:
-            ran.append(run.key)
-
-        @each.job(lease=timedelta(hours=3))
-        def report(run: oncely.Run) -> None:
-            ran.append(run.key)
-            for _ in range(8):  # 80 minutes, the other worker ticking meanwhile
-                clock.advance(minutes=10)
-                other.tick()
-
+    app, _, ran = _beside_an_80_minute_report(
+        make_app, clock, name="notify", delivery="at_most_once", lease=timedelta(minutes=10)
+    )
     clock.set(MONDAY - timedelta(minutes=5))
     app.tick()  # nothing due: the next claim takes the longer lease's group first
     app.defer("report", at=MONDAY, key="report")
