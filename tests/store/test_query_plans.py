@@ -223,3 +223,23 @@ def test_postgres_plans_the_due_schedules_query_once_however_many_schedules_ther
         store.close()
     assert plans, "the due schedules query was not prepared"
     assert all(generic > 0 for generic, _ in plans), plans
+
+
+def test_a_keys_history_is_read_through_its_schedules_on_sqlite(sqlite_url: str) -> None:
+    """One key's history: a scan of all history newest first took 21 s at 10 M occurrences."""
+    store = open_store(sqlite_url)
+    store.migrate(NOW)
+    store.close()
+    path = sqlite_url[len("sqlite:///") :]
+    params = {"key": "k", "all_tenants": 1, "tenant": "", "since": None, "until": None}
+    with sqlite3.connect(path) as connection:
+        sql = queries("sqlite")["select_history_of_key"]
+        plan = [
+            row[3]
+            for row in connection.execute(
+                f"EXPLAIN QUERY PLAN {sql}", {**params, "status": None, "limit": 100}
+            )
+        ]
+    connection.close()
+    assert plan[0].startswith("SCAN s USING COVERING INDEX"), plan
+    assert plan[1].startswith("SEARCH o USING INDEX"), plan

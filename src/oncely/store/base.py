@@ -216,7 +216,8 @@ class SqlStore(Bookings):
             "limit": limit,
         }
         with self._reading() as connection:
-            rows = self._rows(connection, "select_history", params)
+            name = "select_history" if key is None else "select_history_of_key"
+            rows = self._rows(connection, name, params)
         return [records.occurrence(row) for row in rows]
 
     def running(self, limit: int = 1000) -> list[Occurrence]:

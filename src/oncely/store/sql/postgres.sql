@@ -211,6 +211,21 @@ WHERE (%(all_tenants)s OR o.tenant = %(tenant)s)
 ORDER BY o.scheduled_for DESC, o.id DESC
 LIMIT %(limit)s;
 
+-- name: select_history_of_key
+-- One key's history, as select_history: from its schedules (one per tenant) through the
+-- (schedule_id, scheduled_for) index. The generic query walked all history newest first until
+-- it had the key's rows: 24 ms at 10 M occurrences on PostgreSQL, 21 s on SQLite.
+SELECT s.key, o.tenant, o.scheduled_for, o.status, o.attempts, o.started_at, o.finished_at,
+    o.worker, o.error, o.reason, o.local_wall, o.fold, o.dst_note, o.ordinal, o.origin, o.run_after,
+    o.lease_expires_at, o.fence
+FROM oncely_schedules s JOIN oncely_occurrences o ON o.schedule_id = s.id
+WHERE s.key = %(key)s AND (%(all_tenants)s OR s.tenant = %(tenant)s)
+  AND (%(since)s::timestamptz IS NULL OR o.scheduled_for >= %(since)s)
+  AND (%(until)s::timestamptz IS NULL OR o.scheduled_for < %(until)s)
+  AND (%(status)s::text IS NULL OR o.status = %(status)s)
+ORDER BY o.scheduled_for DESC, o.id DESC
+LIMIT %(limit)s;
+
 -- name: lock_schedule
 -- The schedule (tenant, key) in any status, locked until the transaction ends.
 SELECT id, job, origin, trigger_spec, status, next_run_at FROM oncely_schedules

@@ -181,6 +181,21 @@ WHERE (:all_tenants OR o.tenant = :tenant)
 ORDER BY o.scheduled_for DESC, o.id DESC
 LIMIT :limit;
 
+-- name: select_history_of_key
+-- One key's history, as select_history: from its schedules (one per tenant; CROSS JOIN keeps
+-- that order) through the (schedule_id, scheduled_for) index. The generic query walked all
+-- history newest first until it had the key's rows: 21 s at 10 M occurrences.
+SELECT s.key, o.tenant, o.scheduled_for, o.status, o.attempts, o.started_at, o.finished_at,
+    o.worker, o.error, o.reason, o.local_wall, o.fold, o.dst_note, o.ordinal, o.origin, o.run_after,
+    o.lease_expires_at, o.fence
+FROM oncely_schedules s CROSS JOIN oncely_occurrences o ON o.schedule_id = s.id
+WHERE s.key = :key AND (:all_tenants OR s.tenant = :tenant)
+  AND (:since IS NULL OR o.scheduled_for >= :since)
+  AND (:until IS NULL OR o.scheduled_for < :until)
+  AND (:status IS NULL OR o.status = :status)
+ORDER BY o.scheduled_for DESC, o.id DESC
+LIMIT :limit;
+
 -- name: lock_schedule
 -- The schedule (tenant, key) in any status; the caller holds the write lock (BEGIN IMMEDIATE).
 SELECT id, job, origin, trigger_spec, status, next_run_at FROM oncely_schedules
