@@ -194,25 +194,6 @@ def _peer_enqueue_setting(peer: str) -> str:
     return done.stdout.strip()
 
 
-def write_section(page: Path, document: dict[str, Any]) -> None:
-    """Replace the "Enqueue" section of ``page`` (or add it before "Commands")."""
-    from _report_page import enqueue_section
-
-    lines = page.read_text().split("\n")
-    section = enqueue_section(document)[1:]  # without its leading blank line
-    heading = section[0]
-    if heading in lines:
-        start = lines.index(heading)
-        end = next(
-            (n for n in range(start + 1, len(lines)) if lines[n].startswith("## ")), len(lines)
-        )
-        lines[start:end] = [*section, ""]
-    else:
-        at = lines.index("## Commands") if "## Commands" in lines else len(lines)
-        lines[at:at] = [*section, ""]
-    page.write_text("\n".join(lines))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=5)
@@ -236,7 +217,9 @@ def main() -> None:
     if args.json is not None:
         args.json.write_text(json.dumps(document, indent=2) + "\n")
     if args.write is not None:
-        write_section(args.write, document)
+        from _report_page import replace_section
+
+        replace_section(args.write, enqueue_section(document))
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ SECTIONS = (
     "## Lock throughput",
     "## Lint speed",
     "## Recurrence expansion",
+    "## History at scale",
     "## Commands",
 )
 
@@ -105,7 +106,8 @@ def test_report_of_oncely_alone_writes_every_section_without_the_peers_venv(
     assert {row.split(" | ")[0] for row in rows} >= {"| oncely", "| SQLite", "| PostgreSQL"}
     assert [row for row in rows if row.startswith(("| pgqueuer", "| procrastinate", "| APS"))] == []
     assert sorted(p.name for p in results.iterdir()) == [
-        "burst-oncely.json", "enqueue.json", "lint.json", "locks.json", "recurrence.json",
+        "burst-oncely.json", "enqueue.json", "history.json", "lint.json", "locks.json",
+        "recurrence.json",
         "worker-postgres-idle.json", "worker-postgres-oneoff.json",
         "worker-postgres-recurring.json", "worker-sqlite-idle.json",
         "worker-sqlite-oneoff.json", "worker-sqlite-recurring.json",
