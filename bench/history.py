@@ -8,8 +8,9 @@ rows) and executemany in transactions of a million rows on SQLite, then ANALYZEd
 after one untimed warm-up, medians of ``--runs`` (3):
 
 * reads that should stay flat: an idle tick (nothing due), one ``claim_due`` of 1,000 due
-  occurrences (limit 1,000; put back to pending between runs, untimed), ``app.history(key)`` and
-  ``app.explain(key)`` of one schedule, and the first page of ``oncely jobs``
+  occurrences (limit 1,000; put back to pending between runs, untimed), ``app.history(key)``
+  (across every tenant) and a tenant view's ``history(key)``, ``app.explain(key)``
+  of one schedule, and the first page of ``oncely jobs``
   (``app.schedules(limit=1000)``): milliseconds, and the ratio to the smallest scale;
 * retention: one day of history (a tenth of the rows) pruned as housekeeping does, the store's
   ``prune(before, 1000)`` until a batch comes back short, against one bulk ``DELETE`` with the
@@ -252,6 +253,9 @@ def reads(app: oncely.App, store: str, url: str, occurrences: int, runs: int) ->
             claim, runs, after=lambda: execute(PUT_BACK, CLAIM_AT)
         )
     figures["app.history(key)"] = median_ms(lambda: app.history(key), runs)
+    tenant_key = f"remind:{schedules // 2 // 10 * 10 + 10:07d}"  # a multiple of ten: acme's
+    acme = app.for_tenant("acme")
+    figures["app.for_tenant(t).history(key)"] = median_ms(lambda: acme.history(tenant_key), runs)
     figures["app.explain(key)"] = median_ms(lambda: app.explain(key), runs)
     figures["oncely jobs, first page"] = median_ms(lambda: app.schedules(limit=1000), runs)
     return figures

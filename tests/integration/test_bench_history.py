@@ -12,8 +12,8 @@ import pytest
 
 SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "history.py"
 READS = (
-    "idle tick", "claim_due of 1,000", "app.history(key)", "app.explain(key)",
-    "oncely jobs, first page",
+    "idle tick", "claim_due of 1,000", "app.history(key)", "app.for_tenant(t).history(key)",
+    "app.explain(key)", "oncely jobs, first page",
 )  # fmt: skip
 
 
