@@ -3,7 +3,6 @@ and the one way a bench script replaces its own section of that page."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 TITLES = {
@@ -76,19 +75,3 @@ def handlers_section(document: dict[str, Any] | None) -> list[str]:
                 f"| {med['duplicates']} | {med['missing']} | {_cell(med['load'], '.1f')} |"
             )
     return [*lines, "", f"Command: `{document['command']}`."]
-
-
-def write_section(page: Path, section: list[str]) -> None:
-    """Replace the section of ``page`` headed ``section[0]`` (or add it before "Commands")."""
-    lines = page.read_text().split("\n")
-    heading = section[0]
-    if heading in lines:
-        start = lines.index(heading)
-        end = next(
-            (n for n in range(start + 1, len(lines)) if lines[n].startswith("## ")), len(lines)
-        )
-        lines[start:end] = [*section, ""]
-    else:
-        at = lines.index("## Commands") if "## Commands" in lines else len(lines)
-        lines[at:at] = [*section, ""]
-    page.write_text("\n".join(lines))

@@ -9,9 +9,11 @@ oncely in throughput, below 1 is better for oncely in lag and cost.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from _handlers_page import handlers_section
+from _history_page import history_section
 
 PEER_NAMES = {
     "procrastinate": "procrastinate",
@@ -524,6 +526,8 @@ def render_page(results: dict[str, Any], outcomes: Sequence[Any], meta: dict[str
         *_locks(results),
         *_lint(results),
         *_recurrence(results),
+        *history_section(_document(results, "history")),
+        *_failed(results, "history"),
         *_commands(outcomes),
     ]
     return "\n".join(lines) + "\n"
@@ -579,3 +583,23 @@ def enqueue_section(document: dict[str, Any] | None) -> list[str]:
         f"| floor: a one-row INSERT and COMMIT through psycopg | {_cell(floor, '.3f')} | - |"
     )
     return [*lines, "", f"Command: `{document['command']}`."]
+
+
+def replace_section(page: Path, section: Sequence[str]) -> None:
+    """Replace ``page``'s section headed as ``section`` is (or add it before "Commands");
+    ``section`` as the ``*_section`` functions give it, leading blank lines or not."""
+    lines = page.read_text().split("\n")
+    new = list(section)
+    while new and not new[0]:
+        del new[0]
+    heading = new[0]
+    if heading in lines:
+        start = lines.index(heading)
+        end = next(
+            (n for n in range(start + 1, len(lines)) if lines[n].startswith("## ")), len(lines)
+        )
+        lines[start:end] = [*new, ""]
+    else:
+        at = lines.index("## Commands") if "## Commands" in lines else len(lines)
+        lines[at:at] = [*new, ""]
+    page.write_text("\n".join(lines))

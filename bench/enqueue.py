@@ -217,9 +217,9 @@ def main() -> None:
     if args.json is not None:
         args.json.write_text(json.dumps(document, indent=2) + "\n")
     if args.write is not None:
-        from _handlers_page import write_section
+        from _report_page import replace_section
 
-        write_section(args.write, enqueue_section(document)[1:])  # without its leading blank
+        replace_section(args.write, enqueue_section(document))
 
 
 if __name__ == "__main__":

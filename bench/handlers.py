@@ -621,9 +621,9 @@ def main() -> None:
     if args.json is not None:
         args.json.write_text(json.dumps(document, indent=2) + "\n")
     if args.write is not None:
-        from _handlers_page import write_section
+        from _report_page import replace_section
 
-        write_section(args.write, handlers_section(document))
+        replace_section(args.write, handlers_section(document))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,9 @@ after the other, oncely's measurement next to its peers' so both see the same ma
    runs itself); ``bench/enqueue.py``: bulk and single enqueue, beside pgqueuer and
    procrastinate (the same way);
 5. ``bench/locks.py``: lock acquire/release pairs per second (no peer has a standalone lock);
-6. ``bench/lint.py``: oncely lint beside flake8, lint-imports and ruff (its own output, quoted).
+6. ``bench/lint.py``: oncely lint beside flake8, lint-imports and ruff (its own output, quoted);
+7. ``bench/history.py --scale 1m`` (``--history-scale`` for more, e.g. ``1m,10m``: an hour more):
+   reads, retention and sizes as stored history grows.
 
 Then it draws ``docs/performance-lag.png`` (lag p50/p90/p99 per scheduler) with matplotlib in
 ``.venv-bench`` (``bench/_lag_chart.py``) and writes ``docs/performance.md``
@@ -139,7 +141,12 @@ class Outcome:
 
 
 def plan(
-    runs: int, quick: bool, peers: Sequence[str], lag_seconds: float, idle_seconds: float
+    runs: int,
+    quick: bool,
+    peers: Sequence[str],
+    lag_seconds: float,
+    idle_seconds: float,
+    history_scale: str = "1m",
 ) -> list[Task]:
     """The tasks of one report, in the order they run; with no ``peers``, oncely's alone.
 
@@ -197,6 +204,13 @@ def plan(
         ),
         Task("locks", ONCELY_PYTHON, "locks.py", (*r, *locks)),
         Task("lint", ONCELY_PYTHON, "lint.py", (*r, *lint, *no_peer_linters), json=False),
+        Task(
+            "history",
+            ONCELY_PYTHON,
+            "history.py",
+            # Each run deletes two of the ten days stored: five runs at most.
+            ("--runs", str(min(runs, 5)), "--scale", "2k" if quick else history_scale),
+        ),
     ]
     return tasks
 
@@ -230,7 +244,13 @@ def merge(outcomes: Sequence[Outcome]) -> dict[str, Outcome]:
 
 
 #: Bench files that only make the page from the outcomes: changing them measures nothing anew.
-PAGE_FILES = ("report.py", "_report_page.py", "_handlers_page.py", "_lag_chart.py")
+PAGE_FILES = (
+    "report.py",
+    "_report_page.py",
+    "_handlers_page.py",
+    "_history_page.py",
+    "_lag_chart.py",
+)
 
 
 def source_digest() -> str:
@@ -409,6 +429,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--idle-seconds", type=float, default=30.0, help="measured per idle run, after start-up"
     )
+    parser.add_argument(
+        "--history-scale", default="1m", help="bench/history.py's --scale (1m; e.g. 1m,10m)"
+    )
     parser.add_argument("--peers", nargs="+", choices=PEERS, default=list(PEERS))
     parser.add_argument(
         "--no-peers", action="store_true",
@@ -442,7 +465,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     chart.parent.mkdir(parents=True, exist_ok=True)
     script = os.path.relpath(Path(sys.argv[0]).resolve(), ROOT)
     command = shlex.join([os.path.relpath(sys.executable, ROOT), script, *sys.argv[1:]])
-    tasks = plan(args.runs, args.quick, args.peers, args.lag_seconds, args.idle_seconds)
+    tasks = plan(
+        args.runs, args.quick, args.peers, args.lag_seconds, args.idle_seconds, args.history_scale
+    )
     started_at, started = datetime.now(UTC), time.perf_counter()
     results = args.results or (None if args.quick else RESULTS)
     source = source_digest()

@@ -19,7 +19,7 @@ import json
 import statistics
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -70,44 +70,72 @@ def build(url: str) -> oncely.App:
     return app
 
 
-def fill(url: str, schedules: int, per: int) -> float:
-    """COPY ``schedules`` schedules and ``per`` occurrences each; return the seconds it took."""
+SCHEDULE_COLUMNS = (
+    "id", "tenant", "key", "job", "origin", "trigger_kind", "trigger_spec", "payload",
+    "next_run_at", "created_at", "updated_at",
+)  # fmt: skip
+OCCURRENCE_COLUMNS = (
+    "schedule_id", "tenant", "scheduled_for", "status", "reason", "attempts", "run_after",
+    "started_at", "finished_at", "worker", "error", "created_at",
+)  # fmt: skip
+
+
+def schedule_rows(
+    schedules: int, every: timedelta = timedelta(hours=1), lead: timedelta = timedelta(0)
+) -> Iterator[tuple[Any, ...]]:
+    """Schedules 1..``schedules`` of job remind, a tenth in tenant acme, next runs spread over
+    the hour after ``NOW + lead``; in `SCHEDULE_COLUMNS` order."""
+    spec = json.dumps(oncely.every(seconds=int(every.total_seconds())).to_spec())
+    for n in range(1, schedules + 1):
+        tenant = "acme" if n % 10 == 0 else ""
+        next_run = NOW + lead + timedelta(minutes=n % 60)
+        yield (n, tenant, f"remind:{n:07d}", "remind", "api", "every", spec,
+               json.dumps({"user": n}), next_run, NOW, NOW)  # fmt: skip
+
+
+def occurrence_rows(
+    schedules: int, per: int, every: timedelta = timedelta(hours=1)
+) -> Iterator[tuple[Any, ...]]:
+    """``per`` occurrences of each schedule, ``every`` apart back from now: nine in ten
+    succeeded, some failed with a traceback, some skipped; in `OCCURRENCE_COLUMNS` order."""
+    for n in range(1, schedules + 1):
+        tenant = "acme" if n % 10 == 0 else ""
+        for back in range(1, per + 1):
+            at = NOW - back * every - timedelta(minutes=n % 60)
+            kind = (n + back) % 100
+            if kind < 7:
+                row = ("failed", None, 5, at, at + timedelta(seconds=2), TRACEBACK)
+            elif kind < 10:
+                row = ("skipped", "misfire: missed by more than grace", 0, None, None, None)
+            else:
+                row = ("succeeded", None, 1, at, at + timedelta(seconds=1), None)
+            status, reason, attempts, start, end, error = row
+            worker = None if start is None else f"web-{n % 4}#4{n % 7}"
+            yield (n, tenant, at, status, reason, attempts, at, start, end, worker, error, at)
+
+
+def copy_rows(
+    connection: psycopg.Connection[Any], table: str, columns: Sequence[str], rows: Iterable[Any]
+) -> None:
+    """COPY ``rows`` into ``table``'s ``columns`` on ``connection`` (not committed)."""
+    statement = sql.SQL("COPY {} ({}) FROM STDIN").format(
+        sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, columns))
+    )
+    with connection.cursor().copy(statement) as copy:
+        for row in rows:
+            copy.write_row(row)
+
+
+def fill(url: str, schedules: int, per: int, every: timedelta = timedelta(hours=1)) -> float:
+    """COPY ``schedules`` schedules and ``per`` occurrences each, ``every`` apart, and ANALYZE;
+    return the seconds it took."""
     started = time.perf_counter()
-    spec = json.dumps(oncely.every(hours=1).to_spec())
     with psycopg.connect(url) as connection:
-        with connection.cursor().copy(
-            "COPY oncely_schedules (id, tenant, key, job, origin, trigger_kind, trigger_spec,"
-            " payload, next_run_at, created_at, updated_at) FROM STDIN"
-        ) as copy:
-            for n in range(1, schedules + 1):
-                tenant = "acme" if n % 10 == 0 else ""
-                next_run = NOW + timedelta(minutes=n % 60)
-                copy.write_row(
-                    (n, tenant, f"remind:{n:07d}", "remind", "api", "every", spec,
-                     json.dumps({"user": n}), next_run, NOW, NOW)
-                )  # fmt: skip
-        with connection.cursor().copy(
-            "COPY oncely_occurrences (schedule_id, tenant, scheduled_for, status, reason,"
-            " attempts, run_after, started_at, finished_at, worker, error, created_at)"
-            " FROM STDIN"
-        ) as copy:
-            for n in range(1, schedules + 1):
-                tenant = "acme" if n % 10 == 0 else ""
-                for back in range(1, per + 1):
-                    at = NOW - timedelta(hours=back, minutes=n % 60)
-                    kind = (n + back) % 100
-                    if kind < 7:
-                        row = ("failed", None, 5, at, at + timedelta(seconds=2), TRACEBACK)
-                    elif kind < 10:
-                        row = ("skipped", "misfire: missed by more than grace", 0, None, None, None)
-                    else:
-                        row = ("succeeded", None, 1, at, at + timedelta(seconds=1), None)
-                    status, reason, attempts, start, end, error = row
-                    worker = None if start is None else f"web-{n % 4}#4{n % 7}"
-                    copy.write_row(
-                        (n, tenant, at, status, reason, attempts, at, start, end, worker, error,
-                         at)
-                    )  # fmt: skip
+        copy_rows(connection, "oncely_schedules", SCHEDULE_COLUMNS, schedule_rows(schedules, every))
+        copy_rows(
+            connection, "oncely_occurrences", OCCURRENCE_COLUMNS,
+            occurrence_rows(schedules, per, every),
+        )  # fmt: skip
         connection.execute(
             "SELECT setval(pg_get_serial_sequence('oncely_schedules', 'id'), %s)", (schedules,)
         )

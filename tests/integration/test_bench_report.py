@@ -28,6 +28,7 @@ SECTIONS = (
     "## Lock throughput",
     "## Lint speed",
     "## Recurrence expansion",
+    "## History at scale",
     "## Commands",
 )
 
@@ -107,7 +108,8 @@ def test_report_of_oncely_alone_writes_every_section_without_the_peers_venv(
     assert {row.split(" | ")[0] for row in rows} >= {"| oncely", "| SQLite", "| PostgreSQL"}
     assert [row for row in rows if row.startswith(("| pgqueuer", "| procrastinate", "| APS"))] == []
     assert sorted(p.name for p in results.iterdir()) == [
-        "burst-oncely.json", "enqueue.json", "handlers.json", "lint.json", "locks.json",
+        "burst-oncely.json", "enqueue.json", "handlers.json", "history.json", "lint.json",
+        "locks.json",
         "recurrence.json",
         "worker-postgres-idle.json", "worker-postgres-oneoff.json",
         "worker-postgres-recurring.json", "worker-sqlite-idle.json",
