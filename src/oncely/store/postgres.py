@@ -351,6 +351,11 @@ class PostgresStore(PostgresConnections, SqlStore):
     def _notify(self, connection: Any) -> None:
         connection.execute(self._sql["notify_change"])
 
+    def _history_of_key(self, all_tenants: bool) -> str:
+        # No index has the key alone: of every tenant, the schedules were read whole, 6.5 ms
+        # at 100,000 schedules against 2.7 ms by the generic query.
+        return "select_history" if all_tenants else "select_history_of_key"
+
     def _notify_outcome(self, connection: Any) -> None:
         connection.execute(self._sql["notify_outcome"])
 

@@ -371,6 +371,9 @@ class SqliteStore(SqliteConnections, SqlStore):
         changed: int = connection.executemany(self._sql[name], map(_bind, params)).rowcount
         return changed
 
+    def _history_of_key(self, all_tenants: bool) -> str:
+        return "select_history_of_key"
+
     def _notify_outcome(self, connection: Any) -> None:
         """Nothing: the dashboard polls SQLite."""
 
