@@ -11,7 +11,9 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 
+import psycopg
 import pytest
+from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from _proxy import TcpProxy
@@ -101,4 +103,48 @@ def test_a_watch_dies_with_its_connection(
         assert "\n" not in warnings[0].getMessage()
     finally:
         watch.close()
+        store.close()
+
+
+def test_a_database_dropped_under_the_pool_is_named_as_the_reason(postgres_url: str) -> None:
+    # Before: "couldn't get a connection after 5.00 sec (the server was reachable before...)":
+    # the pool waits on its own retries and keeps psycopg's reason to itself.
+    store = PostgresStore(postgres_url)
+    database = str(conninfo_to_dict(postgres_url)["dbname"])
+    try:
+        assert store.next_due_at() is None
+        with psycopg.connect(make_conninfo(postgres_url, dbname="postgres"), autocommit=True) as c:
+            c.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(database)))
+        said = []
+        for _ in range(2):  # the first call may meet the connection the drop closed
+            try:
+                store.next_due_at()
+            except StoreUnavailable as exc:
+                said.append(str(exc))
+        assert len(said) == 2
+        assert f'database "{database}" does not exist' in said[-1], said
+    finally:
+        store.close()
+
+
+def test_a_pool_whose_connections_are_all_held_says_so(postgres_url: str) -> None:
+    # The same wait as a refusing server, said the same way before: which of the two it is
+    # decides whether to look at the database or at this process's handlers.
+    store = PostgresStore(postgres_url, max_size=1)
+    raised: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            store.next_due_at()
+        except StoreUnavailable as exc:
+            raised.append(exc)
+
+    try:
+        with store.transaction():
+            waiting = threading.Thread(target=call)
+            waiting.start()
+            waiting.join(timeout=FAIL_WITHIN_S + 5)
+        assert len(raised) == 1, raised
+        assert "this process's pool of 1 connection(s) stayed in use" in str(raised[0])
+    finally:
         store.close()

@@ -102,6 +102,23 @@ class PostgresConnections:
                 f"cannot connect to PostgreSQL at {self._where()}: {reason}"
             ) from exc
 
+    def _why_no_connection(self) -> StoreUnavailable:
+        """Why the pool handed out no connection within its wait. The pool says only "couldn't
+        get a connection after 5.00 sec", whatever the cause; one direct connection tells a
+        server that refuses (no such database, too many clients, restarting) from a pool whose
+        connections were all in use."""
+        try:
+            self._probe()
+        except StoreUnavailable as refused:
+            return refused
+        return StoreUnavailable(
+            f"cannot connect to PostgreSQL at {self._where()}: this process's pool of "
+            f"{self.max_size} connection(s) stayed in use for {TIMEOUT_S} s, and the server "
+            "accepts new ones; "
+            "handlers holding run.connection for long, or more threads calling oncely than the "
+            "pool holds, keep the others waiting"
+        )
+
     def _opened_pool(self) -> ConnectionPool[Connection]:
         with self._pool_lock:
             if self._pool is None or self._pool_pid != os.getpid():
@@ -142,10 +159,7 @@ class PostgresConnections:
             with self._opened_pool().connection() as connection:
                 yield connection
         except PoolTimeout as exc:
-            raise StoreUnavailable(
-                f"cannot connect to PostgreSQL at {self._where()}: {exc} (the server was "
-                "reachable before; it is restarting, refusing connections, or cut off)"
-            ) from exc
+            raise self._why_no_connection() from exc
         except psycopg.Error as exc:
             raise store_error(exc) from exc
 
