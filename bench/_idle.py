@@ -12,14 +12,12 @@ from __future__ import annotations
 import json
 import sqlite3
 import statistics
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -40,21 +38,6 @@ class CountingQueries(dict[str, str]):
     def __getitem__(self, name: str) -> str:
         self.used[name] += 1
         return super().__getitem__(name)
-
-
-@contextmanager
-def fresh(dialect: str, server: str, name: str) -> Iterator[str]:
-    """A new, empty database of ``dialect``; dropped afterwards."""
-    if dialect == "sqlite":
-        with tempfile.TemporaryDirectory(prefix="bench-idle-") as tmp:
-            yield f"sqlite:///{Path(tmp) / 'oncely.db'}"
-        return
-    name = harness.database_name(f"oncely_{name}")
-    harness.recreate_database(server, name)
-    try:
-        yield harness.dsn_for(server, name)
-    finally:
-        harness.drop_database(server, name)
 
 
 def store_schedules(url: str, count: int, now: datetime) -> None:
@@ -93,7 +76,7 @@ def store_schedules(url: str, count: int, now: datetime) -> None:
 @contextmanager
 def idle_app(dialect: str, server: str, count: int, name: str) -> Iterator[Prepared]:
     """An app on a new database holding ``count`` schedules, started, its queries counted."""
-    with fresh(dialect, server, name) as url:
+    with harness.store_database(dialect, server, f"oncely_{name}") as url:
         app = oncely.App(url)
 
         @app.job()

@@ -42,7 +42,7 @@ import psycopg
 import oncely
 from _peers import harness
 from _peers.lag import cpu_seconds
-from _worker_lag import Workers, fresh_database, sleep_until
+from _worker_lag import Workers, sleep_until
 
 #: Seconds the first occurrence lies beyond the end of the last window, at the least.
 AHEAD_S = 3600
@@ -161,7 +161,7 @@ def run_idle_cost(
     """The idle figures of ``store``: the insert, then one entry per run (see the docstring)."""
     measured = runs * (settle + seconds + 5)
     first = timedelta(seconds=AHEAD_S + measured)
-    with fresh_database(store, server, "idle") as url:
+    with harness.store_database(store, server, "worker_idle") as url:
         insert_s = _insert(url, schedules, first)
         inserted_at = time.time()
         database = None

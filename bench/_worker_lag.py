@@ -48,8 +48,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
@@ -87,24 +86,6 @@ PROFILED = (
 
 
 # --- shared by the worker benchmarks -------------------------------------------------------------
-
-
-@contextmanager
-def fresh_database(store: str, server: str, purpose: str) -> Iterator[str]:
-    """A new, empty database for one measurement: its oncely URL; dropped afterwards.
-
-    PostgreSQL: ``bench_worker_<purpose>_<pid>`` on ``server``; SQLite: a file in a temp dir.
-    """
-    if store == "sqlite":
-        with tempfile.TemporaryDirectory(prefix=f"bench-worker-{purpose}-") as tmp:
-            yield f"sqlite:///{Path(tmp) / 'oncely.db'}"
-        return
-    name = harness.database_name(f"worker_{purpose}_{os.getpid()}")
-    harness.recreate_database(server, name)
-    try:
-        yield harness.dsn_for(server, name)
-    finally:
-        harness.drop_database(server, name)
 
 
 class WorkerFailed(RuntimeError):
@@ -348,7 +329,10 @@ def run_lag(
     With ``profile``, worker 0's loop is profiled over the window and ``"profile"`` holds the
     seconds per window second spent in each step of ``PROFILED`` and the top functions.
     """
-    with fresh_database(store, server, "lag") as url, tempfile.TemporaryDirectory() as tmp_name:
+    with (
+        harness.store_database(store, server, "worker_lag") as url,
+        tempfile.TemporaryDirectory() as tmp_name,
+    ):
         tmp = Path(tmp_name)
         app, tick = lag_app(url, None)
         base: int | None = None

@@ -302,6 +302,18 @@ def postgres_database(server: str, name: str, template: str | None = None) -> It
         drop_database(server, database)
 
 
+@contextmanager
+def store_database(store: str, server: str, name: str) -> Iterator[str]:
+    """A new, empty database for one measurement, as an oncely URL; dropped afterwards: a file in
+    a temp dir on SQLite, ``bench_<name>_<pid>`` on ``server`` on PostgreSQL."""
+    if store == "sqlite":
+        with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as tmp:
+            yield f"sqlite:///{Path(tmp) / 'oncely.db'}"
+        return
+    with postgres_database(server, name) as dsn:
+        yield dsn
+
+
 @dataclass(frozen=True)
 class Enqueued:
     """A PostgreSQL database holding a peer's schema and a whole burst, copied for each run."""
