@@ -128,7 +128,7 @@ class SqlStore(Bookings):
                 connection, "end_pause", [{"id": row["id"], "now": now} for row in ended]
             )
             self._changed_each(
-                connection, "insert_action", [housekeeping.action_params(a) for a in resumed]
+                connection, "insert_action", [records.action_params(a) for a in resumed]
             )
             self._notify(connection)
         return resumed
@@ -310,13 +310,13 @@ class SqlStore(Bookings):
 
     def record_action(self, action: Action) -> None:
         with self._writing() as connection:
-            self._changed(connection, "insert_action", housekeeping.action_params(action))
+            self._changed(connection, "insert_action", records.action_params(action))
 
     def actions(self, tenant: str | None, key: str | None, limit: int = 50) -> list[Action]:
         params = {"tenant": tenant_column(tenant), "key": key, "limit": limit}
         with self._reading() as connection:
             rows = self._rows(connection, "select_actions", params)
-        return [housekeeping.action(row) for row in rows]
+        return [records.action(row) for row in rows]
 
     def history_horizon(self) -> datetime | None:
         with self._reading() as connection:

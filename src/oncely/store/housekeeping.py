@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from oncely.model import Action, Lease, Reclaimed, Sweep
-from oncely.store.records import tenant_column, tenant_of
+from oncely.model import Lease, Reclaimed, Sweep
+from oncely.store.records import tenant_of
 
 # A released lease expires at the epoch: free for any `now`, and told apart from one that simply
 # ran out, which its holder may still renew.
@@ -111,30 +111,4 @@ def orphan_params(
             f"the worker of attempt {values['attempts']} was lost (lease expired) and no "
             f"running worker declares job {values['job']}, so nothing reclaimed it"
         ),
-    }
-
-
-def action(values: Mapping[str, Any]) -> Action:
-    """Map one ``select_actions`` row to an `Action`."""
-    return Action(
-        at=values["at"].astimezone(UTC),
-        key=values["key"],
-        tenant=tenant_of(values["tenant"]),
-        action=values["action"],
-        actor=values["actor"],
-        reason=values["reason"],
-        detail=values["detail"],
-    )
-
-
-def action_params(action: Action) -> dict[str, Any]:
-    """The parameters of ``insert_action``, its time still a datetime."""
-    return {
-        "at": action.at,
-        "tenant": tenant_column(action.tenant),
-        "key": action.key,
-        "action": action.action,
-        "actor": action.actor,
-        "reason": action.reason,
-        "detail": action.detail,
     }

@@ -354,6 +354,32 @@ def abandoned(values: Mapping[str, Any]) -> Abandoned:
     )
 
 
+def action(values: Mapping[str, Any]) -> Action:
+    """Map one ``select_actions`` row to an `Action`."""
+    return Action(
+        at=values["at"].astimezone(UTC),
+        key=values["key"],
+        tenant=tenant_of(values["tenant"]),
+        action=values["action"],
+        actor=values["actor"],
+        reason=values["reason"],
+        detail=values["detail"],
+    )
+
+
+def action_params(action: Action) -> dict[str, Any]:
+    """The parameters of ``insert_action``, its time still a datetime."""
+    return {
+        "at": action.at,
+        "tenant": tenant_column(action.tenant),
+        "key": action.key,
+        "action": action.action,
+        "actor": action.actor,
+        "reason": action.reason,
+        "detail": action.detail,
+    }
+
+
 def pause_ended(values: Mapping[str, Any], now: datetime, actor: str) -> Action:
     """The `Action` recording that the pause of schedule row ``values`` ended by itself."""
     until = _utc(values["paused_until"])
