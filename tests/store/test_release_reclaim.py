@@ -6,9 +6,12 @@ from __future__ import annotations
 import threading
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from oncely import at
+from oncely.errors import StoreError
 from oncely.model import Claim, Planned, Reclaimed
-from oncely.store import Store, open_store
+from oncely.store import PostgresStore, Store, open_store
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 LEASE = timedelta(minutes=5)
@@ -75,6 +78,25 @@ def test_a_lost_attempt_with_attempts_left_is_retried_at_once(store: Store) -> N
     (second,) = claim(store, EXPIRED, owner="host#2")
     assert (second.attempt, second.reclaimed) == (2, False)
     assert second.fence > first.fence
+
+
+def test_a_running_attempt_with_no_lease_at_all_is_refused_or_reclaimed_by_the_sweep(
+    store: Store,
+) -> None:
+    # No path writes such a row, and PostgreSQL's running_has_lease constraint refuses one; on
+    # SQLite (which cannot add the constraint) a row edited so by hand is the sweep's to reclaim:
+    # the claim no longer looks for it, since reading every running row to find it cost each claim.
+    defer(store, "d")
+    claim(store)
+    if isinstance(store, PostgresStore):
+        with pytest.raises(StoreError, match="running_has_lease"), store.transaction() as c:
+            c.execute("UPDATE oncely_occurrences SET lease_expires_at = NULL")
+        return
+    with store.transaction() as connection:
+        connection.execute("UPDATE oncely_occurrences SET lease_expires_at = NULL")
+    assert claim(store, NOW + TICK, reclaim=("sync",)) == []
+    (reclaimed,) = store.reclaim_expired(NOW + TICK, {"sync": 3})
+    assert (reclaimed.key, reclaimed.status) == ("d", "retrying")
 
 
 def test_a_lost_last_attempt_fails_and_counts_towards_pause_after(store: Store) -> None:

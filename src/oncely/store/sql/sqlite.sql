@@ -295,12 +295,14 @@ WHERE id = :schedule_id;
 -- name: claim_expired
 -- CROSS JOIN fixes the join order in SQLite: occurrences by their partial index first. With few
 -- occurrences and many schedules the planner otherwise scanned every schedule on every tick.
--- Occurrences whose worker was lost: running, lease expired (a missing lease counts as expired,
--- so nothing can stay "running" forever), of jobs that may run again (at_least_once and
--- transactional). The caller holds the write lock, so no two claimers see the same row.
+-- Occurrences whose worker was lost: running, lease expired, of jobs that may run again
+-- (at_least_once and transactional). A running row with no lease at all (none is written so) is
+-- left to the sweep's ``reclaimable``: the OR of it here made every claim read the index entry of
+-- every running row, expired or not (1,000 of them per claim with 1,000 claims held).
+-- The caller holds the write lock, so no two claimers see the same row.
 SELECT o.id, o.schedule_id, s.job
 FROM oncely_occurrences o CROSS JOIN oncely_schedules s ON s.id = o.schedule_id
-WHERE o.status = 'running' AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= :now)
+WHERE o.status = 'running' AND o.lease_expires_at <= :now
   AND s.job IN (SELECT value FROM json_each(:jobs)) AND s.paused = 0 AND s.status <> 'removed'
 ORDER BY o.lease_expires_at
 LIMIT :limit;
