@@ -9,24 +9,21 @@ from datetime import timedelta
 
 import click
 
+from oncely.arguments import checked_retention
 from oncely.cli.loading import load_app
-from oncely.cli.moment import parse_moment
-from oncely.errors import OncelyError
+from oncely.errors import ConfigurationError, OncelyError
 from oncely.worker import DEFAULT_CONCURRENCY, DEFAULT_DRAIN_TIMEOUT_S, configure_logging
 
 
 def _retention(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
     try:
-        moment = parse_moment(value)
-    except ValueError:
-        moment = None
-    if not isinstance(moment, timedelta) or moment <= timedelta(0):
+        return checked_retention(value)
+    except ConfigurationError:
         raise click.BadParameter(
             f"{value!r} is not a duration; use a whole number and m, h, d or w (30d, 12w)",
             ctx=ctx,
             param=param,
-        )
-    return moment
+        ) from None
 
 
 @click.command()
