@@ -194,7 +194,12 @@ class Worker:
         server = HttpServer(self._http_address, self.health, self.metrics)
         server.start()
         self._server = server  # only once bound: http_address reads the bound port
-        log.info("oncely: health and metrics on http://%s", self.http_address)
+        ports = server.ports
+        log.info(
+            "oncely: health and metrics on http://%s%s",
+            self.http_address,
+            f" (the first free port of {ports[0]}-{ports[-1]})" if len(ports) > 1 else "",
+        )
 
     def stop(self, drain_timeout: float | None = None) -> None:
         """Stop claiming and drain (thread-safe; returns at once, `run` returns when drained).
