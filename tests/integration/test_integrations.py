@@ -184,3 +184,47 @@ def test_stop_timeouts_that_make_no_sense_are_refused(app: oncely.App) -> None:
     started = time.monotonic()
     app.stop(timeout=0)
     assert time.monotonic() - started < 0.1
+
+
+# A value of each `oncely run` option that it accepts, and one that it refuses (None: any text).
+_RUN_SAMPLES: dict[str, tuple[str, str | None]] = {
+    "--concurrency": ("3", "0"),
+    "--drain-timeout": ("2.5", "-1"),
+    "--http": ("127.0.0.1:9464-9471", None),  # checked when the worker starts, in both
+    "--retention": ("7d", "0d"),
+    "--log-format": ("json", "xml"),
+    "--log-level": ("warning", "LOUD"),
+}
+
+
+def test_django_oncely_run_takes_every_option_of_oncely_run_as_oncely_run_reads_it() -> None:
+    """Walks `oncely run`'s options: an option it gains and ``manage.py oncely_run`` does not
+    take fails here (``oncely_run`` once took 3 of its 6)."""
+    import click
+    from django.core.management.base import CommandError
+
+    from oncely.cli import run_command
+    from oncely.integrations.django.management.commands.oncely_run import Command
+
+    parser = Command().create_parser("manage.py", "oncely_run")
+    helps = {flag: action.help for action in parser._actions for flag in action.option_strings}
+    context = click.Context(run_command)
+    options = [p for p in run_command.params if isinstance(p, click.Option)]
+    assert len(options) >= 6
+    for option in options:
+        flag = option.opts[0]
+        assert flag in _RUN_SAMPLES, f"add a value of `oncely run {flag}` to _RUN_SAMPLES"
+        good, bad = _RUN_SAMPLES[flag]
+        try:
+            parsed = vars(parser.parse_args([flag, good]))
+        except CommandError as exc:
+            pytest.fail(f"manage.py oncely_run does not take {flag}: {exc}")
+        assert parsed[option.name] == option.process_value(context, good), flag
+        assert option.help is None or option.help in (helps[flag] or "").replace("%%", "%")
+        if option.show_default:
+            assert f"(default: {option.default})" in (helps[flag] or ""), flag
+        if bad is not None:
+            with pytest.raises(click.BadParameter):
+                option.process_value(context, bad)
+            with pytest.raises(CommandError, match=f"argument {flag}: "):
+                parser.parse_args([flag, bad])
