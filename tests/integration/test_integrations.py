@@ -8,7 +8,7 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -154,28 +154,87 @@ def test_an_app_named_by_module_and_attribute_is_imported_when_needed(
             resolve(spec)
 
 
+_GUNICORN = {"gunicorn", "gunicorn.workers.sync"}
+
+
 @pytest.mark.parametrize(
-    ("argv", "environ", "serving"),
+    ("argv", "environ", "modules", "serving"),
     [
-        (["/usr/bin/gunicorn", "project.wsgi"], {}, True),
-        (["/srv/venv/bin/uvicorn", "project.asgi:application"], {}, True),
-        (["/srv/venv/lib/python3.11/site-packages/gunicorn/__main__.py", "project.wsgi"], {}, True),
-        (["manage.py", "migrate"], {}, False),
-        (["manage.py", "oncely_run"], {}, False),
-        (["/srv/venv/bin/django-admin", "shell"], {}, False),
-        (["/usr/lib/python3/site-packages/django/__main__.py", "check"], {}, False),
-        (["manage.py", "runserver"], {}, False),  # the autoreloader, which serves nothing
-        (["manage.py", "runserver"], {"RUN_MAIN": "true"}, True),
-        (["manage.py", "runserver", "--noreload"], {}, True),
-        ([], {}, True),
+        (["/usr/bin/gunicorn", "project.wsgi"], {}, _GUNICORN, True),
+        (["/srv/venv/bin/uvicorn", "project.asgi:application"], {}, {"uvicorn"}, True),
+        (["/srv/venv/lib/python3.11/site-packages/gunicorn/__main__.py"], {}, _GUNICORN, True),
+        (["/srv/venv/bin/daphne", "project.asgi:application"], {}, {"daphne"}, True),
+        (["/srv/venv/bin/hypercorn", "project.asgi:application"], {}, {"hypercorn"}, True),
+        (["uwsgi"], {}, {"uwsgi"}, True),
+        ([], {}, {"uwsgi"}, True),
+        (["mod_wsgi"], {}, {"mod_wsgi"}, True),
+        (["serve.py"], {}, {"waitress"}, True),  # waitress.serve(application) in a script
+        (["-c"], {}, {"uvicorn"}, True),  # uvicorn --workers: spawned by multiprocessing
+        (["report.py"], {}, set(), False),  # a script calling django.setup()
+        ([], {}, set(), False),
+        (["/srv/venv/bin/celery", "-A", "project", "worker"], {}, {"celery"}, False),
+        (["/srv/venv/lib/python3.11/site-packages/celery/__main__.py"], {}, _GUNICORN, False),
+        (["/srv/venv/bin/pytest", "tests"], {}, {"pytest", "uvicorn"}, False),
+        (["manage.py", "migrate"], {}, set(), False),
+        (["manage.py", "oncely_run"], {}, set(), False),
+        (["manage.py", "shell"], {}, _GUNICORN, False),
+        (["/srv/venv/bin/django-admin", "shell"], {}, set(), False),
+        (["/usr/lib/python3/site-packages/django/__main__.py", "check"], {}, set(), False),
+        (["manage.py", "runserver"], {}, set(), False),  # the autoreloader, which serves nothing
+        (["manage.py", "runserver"], {"RUN_MAIN": "true"}, set(), True),
+        (["manage.py", "runserver", "--noreload"], {}, set(), True),
+        (["manage.py", "runserver"], {"RUN_MAIN": "true"}, {"daphne"}, True),
     ],
 )
 def test_django_starts_the_loop_only_in_processes_that_serve(
-    argv: list[str], environ: dict[str, str], serving: bool
+    argv: list[str], environ: dict[str, str], modules: set[str], serving: bool
 ) -> None:
     from oncely.integrations.django.apps import serving as decide
 
-    assert decide(argv, environ) is serving
+    assert decide(argv, environ, modules) is serving
+
+
+def test_django_settings_give_every_start_option() -> None:
+    from oncely.integrations.django.apps import start_options
+
+    assert start_options(SimpleNamespace()) == {
+        "concurrency": 8,
+        "http": None,
+        "retention": timedelta(days=30),
+    }
+    given = SimpleNamespace(
+        ONCELY_CONCURRENCY=3, ONCELY_HTTP="127.0.0.1:9464-9471", ONCELY_RETENTION="12w"
+    )
+    assert start_options(given) == {
+        "concurrency": 3,
+        "http": "127.0.0.1:9464-9471",
+        "retention": timedelta(weeks=12),
+    }
+    timed = SimpleNamespace(ONCELY_RETENTION=timedelta(hours=36))
+    assert start_options(timed)["retention"] == timedelta(hours=36)
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "message"),
+    [
+        ("ONCELY_CONCURRENCY", 0, "settings.ONCELY_CONCURRENCY=0: give a whole number of "),
+        ("ONCELY_CONCURRENCY", "8", "settings.ONCELY_CONCURRENCY='8': give a whole number "),
+        ("ONCELY_HTTP", 9464, "settings.ONCELY_HTTP=9464: give None (no /healthz and /metr"),
+        ("ONCELY_HTTP", "127.0.0.1", "settings.ONCELY_HTTP: HTTP address '127.0.0.1' has no "),
+        ("ONCELY_HTTP", "127.0.0.1:9471-9464", "settings.ONCELY_HTTP: HTTP address '127.0.0"),
+        ("ONCELY_RETENTION", "30 days", "settings.ONCELY_RETENTION='30 days': give how long "),
+        ("ONCELY_RETENTION", timedelta(0), "settings.ONCELY_RETENTION=datetime.timedelta(0)"),
+        ("ONCELY_RETENTION", 30, "settings.ONCELY_RETENTION=30: give how long to keep hist"),
+    ],
+)
+def test_a_bad_django_setting_is_refused_naming_it_and_what_to_give(
+    setting: str, value: object, message: str
+) -> None:
+    from oncely.integrations.django.apps import start_options
+
+    with pytest.raises(ConfigurationError) as refused:
+        start_options(SimpleNamespace(**{setting: value}))
+    assert str(refused.value).startswith(message), str(refused.value)
 
 
 def test_stop_timeouts_that_make_no_sense_are_refused(app: oncely.App) -> None:
