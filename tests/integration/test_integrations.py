@@ -4,10 +4,13 @@ Django's process test, and that ``import oncely`` imports no web framework."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
@@ -16,11 +19,15 @@ import pytest
 from flask import Flask
 
 import oncely
+from _processes import free_port, free_ports, wait_until
 from oncely.errors import ConfigurationError
 from oncely.integrations import gunicorn as hooks
 from oncely.integrations._loading import resolve
 from oncely.integrations.flask import Oncely
 from oncely.integrations.starlette import lifespan
+
+# No proxy from the environment may stand between the test and 127.0.0.1.
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def _serving(app: oncely.App) -> bool:
@@ -131,6 +138,68 @@ def test_the_gunicorn_hooks_start_in_the_worker_and_stop_before_the_kill(
     hooks.worker_exit(app)(object(), big)
     # 2 s before gunicorn's kill; never more than stop()'s own default.
     assert stops == [8.0, 3, 30.0]
+
+
+def _get(address: str, path: str) -> tuple[int, bytes]:
+    try:
+        with _OPENER.open(f"http://{address}{path}", timeout=5) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        with error:
+            return error.code, error.read()
+
+
+def _serves_as_given(app: oncely.App, address: str, retention: timedelta) -> None:
+    """The loop ``app`` runs serves /healthz and /metrics at ``address`` and keeps history for
+    ``retention``: the integration handed both to the worker."""
+    embedded = app._embedded
+    worker = embedded.worker if embedded is not None else None
+    assert worker is not None, "no loop is running"
+    assert worker.http_address == address
+    assert worker.housekeeping.retention == retention
+    wait_until(lambda: _get(address, "/healthz")[0] == 200, 20, "/healthz to answer 200")
+    code, body = _get(address, "/metrics")
+    assert code == 200
+    assert b"# TYPE oncely_in_flight gauge" in body
+
+
+def test_the_starlette_lifespan_hands_http_and_retention_to_the_worker(app: oncely.App) -> None:
+    address = f"127.0.0.1:{free_port()}"
+
+    async def serve() -> None:
+        given = lifespan(app, stop_timeout=5, http=address, retention=timedelta(days=7))
+        async with given(object()):
+            await asyncio.to_thread(_serves_as_given, app, address, timedelta(days=7))
+
+    asyncio.run(serve())
+    assert not _serving(app)
+
+
+def test_the_flask_extension_hands_http_and_retention_to_the_worker(app: oncely.App) -> None:
+    address = f"127.0.0.1:{free_port()}"
+    Oncely(app, Flask("example"), http=address, retention="7d")
+    try:
+        _serves_as_given(app, address, timedelta(days=7))
+    finally:
+        app.stop(timeout=5)
+
+
+def test_the_gunicorn_hook_hands_http_and_retention_to_the_worker(app: oncely.App) -> None:
+    """With a port range, as N gunicorn workers share one: the first port taken by another
+    worker, this one listens on the next."""
+    ports = free_ports(2)
+    worker = SimpleNamespace(cfg=SimpleNamespace(graceful_timeout=10))
+    with socket.socket() as other_worker:
+        other_worker.bind(("127.0.0.1", ports[0]))
+        other_worker.listen()
+        hooks.post_fork(app, http=f"127.0.0.1:{ports[0]}-{ports[1]}", retention="36h")(
+            object(), worker
+        )
+        try:
+            _serves_as_given(app, f"127.0.0.1:{ports[1]}", timedelta(hours=36))
+        finally:
+            hooks.worker_exit(app)(object(), worker)
+    assert not _serving(app)
 
 
 def test_an_app_named_by_module_and_attribute_is_imported_when_needed(
