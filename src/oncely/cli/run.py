@@ -48,7 +48,8 @@ def _retention(ctx: click.Context, param: click.Parameter, value: str) -> timede
 @click.option(
     "--http",
     metavar="HOST:PORT",
-    help="Serve /healthz and /metrics there (off by default), e.g. 127.0.0.1:9464.",
+    help="Serve /healthz and /metrics there (off by default), e.g. 127.0.0.1:9464; or on the "
+    "first free port of a range, for several workers on one host: 127.0.0.1:9464-9471.",
 )
 @click.option(
     "--retention",
