@@ -112,6 +112,27 @@ def wait_until(predicate: object, timeout: float, what: str) -> None:
         time.sleep(0.1)
 
 
+def free_ports(count: int) -> range:
+    """``count`` consecutive TCP ports on 127.0.0.1 that nothing listens on now."""
+    for _ in range(100):
+        first = free_port()
+        if first + count > 65536:
+            continue
+        probes: list[socket.socket] = []
+        try:
+            for port in range(first, first + count):
+                probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                probes.append(probe)
+                probe.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        finally:
+            for probe in probes:
+                probe.close()
+        return range(first, first + count)
+    raise AssertionError(f"found no {count} consecutive free ports")
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:

@@ -389,14 +389,17 @@ class App:
         concurrency: int = 8,
         drain_timeout: float = 30.0,
         http: str | None = None,
-        retention: timedelta = timedelta(days=30),
+        retention: timedelta | str = timedelta(days=30),
     ) -> None:
         """Run this app's jobs until SIGTERM/SIGINT (or the worker is stopped), then drain.
 
         What `oncely run` calls; safe to run in any number of processes on any number of
         machines. ``concurrency`` bounds the handlers running at once in this process;
-        ``http`` ("HOST:PORT") serves ``/healthz`` and ``/metrics``; history older than
-        ``retention`` is pruned by housekeeping. See `oncely.worker.Worker`.
+        ``http`` (``"HOST:PORT"``) serves ``/healthz`` and ``/metrics``, and
+        ``"HOST:FIRST-LAST"`` serves them on the first free port of that range, so that every
+        process of a server gets one; history older than ``retention`` (a timedelta, or a
+        duration as ``oncely run --retention`` reads it: ``"30d"``) is pruned by housekeeping.
+        See `oncely.worker.Worker`.
         """
         from oncely.worker import Worker
 
@@ -413,7 +416,7 @@ class App:
         *,
         concurrency: int = 8,
         http: str | None = None,
-        retention: timedelta = timedelta(days=30),
+        retention: timedelta | str = timedelta(days=30),
     ) -> None:
         """Run `run_worker`'s loop on a background thread of this process; return at once.
 
@@ -424,7 +427,8 @@ class App:
         database is opened by the loop, so a database that is down delays jobs, not this call.
         An error that ends the loop is logged (logger ``oncely``); `start` then starts a new one.
         `stop`, `close`, or interpreter exit stops it. A process forked from this one inherits no
-        running loop and may start its own (gunicorn's ``post_fork``). Raises
+        running loop and may start its own (gunicorn's ``post_fork``). The options are
+        `run_worker`'s; give N processes an ``http`` port range of N ports or more. Raises
         `ConfigurationError` for options the worker cannot use.
         """
         from oncely.worker import Embedded

@@ -7,6 +7,8 @@ PostgreSQL, at reconcile; a lone surrogate escaped as UnicodeEncodeError).
 
 from __future__ import annotations
 
+import re
+from datetime import timedelta
 from typing import Any, cast, get_args
 
 from oncely.errors import ConfigurationError, InvalidSchedule
@@ -19,6 +21,39 @@ TENANT_BYTES = 256
 #: ``explain(upcoming=, recent=)`` and ``history(limit=)`` at most.
 MAX_LISTED = 1_000_000
 _STATUSES = get_args(OccurrenceStatus)
+#: The durations `duration` reads, for messages that say what to write.
+DURATIONS = "a whole number and m, h, d or w (30m, 12h, 7d, 2w)"
+_DURATION = re.compile(r"(\d+)\s*([mhdw])", re.IGNORECASE)
+_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def duration(text: str) -> timedelta | None:
+    """``text`` as a duration: a whole number and m, h, d or w (``"30d"``, ``"12h"``); None when
+    it is none (also when it is too long for a timedelta).
+
+    The one reading of a duration: `oncely run --retention`, ``--since 7d``, and the integrations'
+    settings (Django's ``ONCELY_RETENTION``) all read it here.
+    """
+    found = _DURATION.fullmatch(text.strip())
+    if found is None:
+        return None
+    amount, unit = found.groups()
+    try:
+        return timedelta(**{_UNITS[unit.lower()]: int(amount)})
+    except OverflowError:
+        return None
+
+
+def checked_retention(value: Any, name: str = "retention") -> timedelta:
+    """``value`` as how long history is kept: a positive timedelta, or a `duration` such as
+    ``"30d"``; else `ConfigurationError` naming ``name`` and what to give."""
+    kept = duration(value) if isinstance(value, str) else value
+    if not isinstance(kept, timedelta) or kept <= timedelta(0):
+        raise ConfigurationError(
+            f"{name}={shown(value)}: give how long to keep history, a timedelta or {DURATIONS}, "
+            "more than 0"
+        )
+    return kept
 
 
 def checked_key(key: Any, name: str = "key") -> str:

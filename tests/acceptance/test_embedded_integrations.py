@@ -8,14 +8,19 @@ import os
 import re
 import subprocess
 import sys
+import urllib.error
+import urllib.request
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import oncely
-from _processes import Server, free_port, terminate, wait_until
+from _processes import Server, free_port, json_lines, terminate, wait_until
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 _SERVING = re.compile(r"oncely: worker \S+#(\d+) serving")
 _STOPPED = re.compile(r"oncely: worker \S+#(\d+) stopped")
+# No proxy from the environment may stand between the test and 127.0.0.1.
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
@@ -97,11 +102,47 @@ def test_django_runs_one_loop_per_server_process_and_none_in_other_commands(
     assert "serving" not in check.stdout + check.stderr
 
 
-def test_django_oncely_run_is_a_worker_process_of_its_own(tmp_path: Path) -> None:
+def _seed_history(tmp_path: Path, ages: dict[str, timedelta]) -> None:
+    """One finished run of the heartbeat job per key, ``ages[key]`` ago."""
+    now = datetime.now(UTC)
+    for key, age in ages.items():
+        then = now - age
+        past = oncely.App(f"sqlite:///{tmp_path / 'oncely.db'}", clock=lambda then=then: then)
+        past.job(name="heartbeat")(lambda run: None)
+        past.defer("heartbeat", at=then, key=key)
+        past.tick()
+        past.close()
+
+
+def _get(address: str, path: str) -> tuple[int, bytes]:
+    try:
+        with _OPENER.open(f"http://{address}{path}", timeout=5) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        with error:
+            return error.code, error.read()
+
+
+def _keys(tmp_path: Path) -> set[str]:
+    app = oncely.App(f"sqlite:///{tmp_path / 'oncely.db'}")
+    try:
+        return {o.key for o in app.history(limit=1000) if o.key in {"old", "recent"}}
+    finally:
+        app.close()
+
+
+def test_django_oncely_run_is_a_worker_process_of_its_own_with_oncely_runs_options(
+    tmp_path: Path,
+) -> None:
+    _seed_history(tmp_path, {"old": timedelta(days=8), "recent": timedelta(days=6)})
+    address = f"127.0.0.1:{free_port()}"
     log = tmp_path / "oncely_run.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "manage.py", "oncely_run", "--drain-timeout", "5"],
+            [
+                *(sys.executable, "manage.py", "oncely_run", "--drain-timeout", "5"),
+                *("--retention", "7d", "--http", address, "--log-format", "json"),
+            ],
             cwd=EXAMPLES / "django_app",
             env=_env(tmp_path),
             stdout=out,
@@ -109,11 +150,18 @@ def test_django_oncely_run_is_a_worker_process_of_its_own(tmp_path: Path) -> Non
         )
     try:
         wait_until(lambda: _ran(tmp_path, 2), 30, "oncely_run to run the job")
+        wait_until(lambda: _get(address, "/healthz")[0] == 200, 10, "/healthz to answer 200")
+        code, metrics = _get(address, "/metrics")
+        assert code == 200
+        assert b'oncely_occurrences_total{job="heartbeat",status="succeeded"}' in metrics
+        wait_until(lambda: _keys(tmp_path) == {"recent"}, 20, "the 8-day-old run to be pruned")
         code, _ = terminate(process, within=15)
         output = log.read_text()
         assert code == 0, output
-        assert len(_SERVING.findall(output)) == 1, output
-        assert "SIGTERM: no new claims" in output
     finally:
         process.kill()
         process.wait()
+    messages = [line["message"] for line in json_lines(output)]
+    assert len([m for m in messages if _SERVING.match(m)]) == 1, output
+    assert any(m.startswith("oncely: SIGTERM: no new claims") for m in messages), output
+    assert f"oncely: health and metrics on http://{address}" in messages, output

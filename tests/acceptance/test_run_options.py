@@ -15,7 +15,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 import oncely
-from _processes import free_port, terminate, wait_until, workers
+from _processes import free_port, free_ports, terminate, wait_until, workers
 
 HERE = Path(__file__).resolve().parent
 APP = "_options_app:app"
@@ -176,3 +176,33 @@ def test_an_http_address_in_use_exits_1(sqlite_url: str, tmp_path: Path) -> None
     assert done.returncode == 1, done.stderr
     assert done.stderr.startswith(f"Error: cannot listen on '127.0.0.1:{port}'"), done.stderr
     assert done.stderr.count("\n") == 1, done.stderr
+
+
+def test_workers_given_one_port_range_each_serve_metrics_on_their_own_port_until_it_is_full(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    ports = free_ports(2)
+    address = f"127.0.0.1:{ports[0]}-{ports[-1]}"
+    env = {"ONCELY_DATABASE_URL": sqlite_url}
+    with workers(APP, HERE, env, tmp_path, "--http", address) as group:
+        first = group.start()
+        wait_until(group.ready, 30, "the first worker")
+        second = group.start()
+        wait_until(group.ready, 30, "the second worker")
+        assert group.alive() == [first, second], group.output()
+        said = [
+            f"health and metrics on http://127.0.0.1:{port} (the first free port of {address[10:]})"
+            for port in ports
+        ]
+        assert said[0] in group.text_of(first), group.output()
+        assert said[1] in group.text_of(second), group.output()
+        for port in ports:
+            assert ("oncely_tick_failures_total", ()) in _metrics(f"127.0.0.1:{port}")
+        third = group.start()
+        assert third.wait(timeout=60) == 1
+        refused = group.text_of(third)
+        for process in (first, second):
+            code, _ = terminate(process, within=30)
+            assert code == 0, group.output()
+    assert f"Error: cannot listen on '{address}': all 2 ports of the range are in use" in refused
+    assert refused.count("\n") == 1, refused

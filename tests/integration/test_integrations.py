@@ -4,11 +4,14 @@ Django's process test, and that ``import oncely`` imports no web framework."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import subprocess
 import sys
 import threading
 import time
-from datetime import UTC, datetime
+import urllib.error
+import urllib.request
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -16,11 +19,15 @@ import pytest
 from flask import Flask
 
 import oncely
+from _processes import free_port, free_ports, wait_until
 from oncely.errors import ConfigurationError
 from oncely.integrations import gunicorn as hooks
 from oncely.integrations._loading import resolve
 from oncely.integrations.flask import Oncely
 from oncely.integrations.starlette import lifespan
+
+# No proxy from the environment may stand between the test and 127.0.0.1.
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def _serving(app: oncely.App) -> bool:
@@ -133,6 +140,68 @@ def test_the_gunicorn_hooks_start_in_the_worker_and_stop_before_the_kill(
     assert stops == [8.0, 3, 30.0]
 
 
+def _get(address: str, path: str) -> tuple[int, bytes]:
+    try:
+        with _OPENER.open(f"http://{address}{path}", timeout=5) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        with error:
+            return error.code, error.read()
+
+
+def _serves_as_given(app: oncely.App, address: str, retention: timedelta) -> None:
+    """The loop ``app`` runs serves /healthz and /metrics at ``address`` and keeps history for
+    ``retention``: the integration handed both to the worker."""
+    embedded = app._embedded
+    worker = embedded.worker if embedded is not None else None
+    assert worker is not None, "no loop is running"
+    assert worker.http_address == address
+    assert worker.housekeeping.retention == retention
+    wait_until(lambda: _get(address, "/healthz")[0] == 200, 20, "/healthz to answer 200")
+    code, body = _get(address, "/metrics")
+    assert code == 200
+    assert b"# TYPE oncely_in_flight gauge" in body
+
+
+def test_the_starlette_lifespan_hands_http_and_retention_to_the_worker(app: oncely.App) -> None:
+    address = f"127.0.0.1:{free_port()}"
+
+    async def serve() -> None:
+        given = lifespan(app, stop_timeout=5, http=address, retention=timedelta(days=7))
+        async with given(object()):
+            await asyncio.to_thread(_serves_as_given, app, address, timedelta(days=7))
+
+    asyncio.run(serve())
+    assert not _serving(app)
+
+
+def test_the_flask_extension_hands_http_and_retention_to_the_worker(app: oncely.App) -> None:
+    address = f"127.0.0.1:{free_port()}"
+    Oncely(app, Flask("example"), http=address, retention="7d")
+    try:
+        _serves_as_given(app, address, timedelta(days=7))
+    finally:
+        app.stop(timeout=5)
+
+
+def test_the_gunicorn_hook_hands_http_and_retention_to_the_worker(app: oncely.App) -> None:
+    """With a port range, as N gunicorn workers share one: the first port taken by another
+    worker, this one listens on the next."""
+    ports = free_ports(2)
+    worker = SimpleNamespace(cfg=SimpleNamespace(graceful_timeout=10))
+    with socket.socket() as other_worker:
+        other_worker.bind(("127.0.0.1", ports[0]))
+        other_worker.listen()
+        hooks.post_fork(app, http=f"127.0.0.1:{ports[0]}-{ports[1]}", retention="36h")(
+            object(), worker
+        )
+        try:
+            _serves_as_given(app, f"127.0.0.1:{ports[1]}", timedelta(hours=36))
+        finally:
+            hooks.worker_exit(app)(object(), worker)
+    assert not _serving(app)
+
+
 def test_an_app_named_by_module_and_attribute_is_imported_when_needed(
     app: oncely.App, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -154,28 +223,87 @@ def test_an_app_named_by_module_and_attribute_is_imported_when_needed(
             resolve(spec)
 
 
+_GUNICORN = {"gunicorn", "gunicorn.workers.sync"}
+
+
 @pytest.mark.parametrize(
-    ("argv", "environ", "serving"),
+    ("argv", "environ", "modules", "serving"),
     [
-        (["/usr/bin/gunicorn", "project.wsgi"], {}, True),
-        (["/srv/venv/bin/uvicorn", "project.asgi:application"], {}, True),
-        (["/srv/venv/lib/python3.11/site-packages/gunicorn/__main__.py", "project.wsgi"], {}, True),
-        (["manage.py", "migrate"], {}, False),
-        (["manage.py", "oncely_run"], {}, False),
-        (["/srv/venv/bin/django-admin", "shell"], {}, False),
-        (["/usr/lib/python3/site-packages/django/__main__.py", "check"], {}, False),
-        (["manage.py", "runserver"], {}, False),  # the autoreloader, which serves nothing
-        (["manage.py", "runserver"], {"RUN_MAIN": "true"}, True),
-        (["manage.py", "runserver", "--noreload"], {}, True),
-        ([], {}, True),
+        (["/usr/bin/gunicorn", "project.wsgi"], {}, _GUNICORN, True),
+        (["/srv/venv/bin/uvicorn", "project.asgi:application"], {}, {"uvicorn"}, True),
+        (["/srv/venv/lib/python3.11/site-packages/gunicorn/__main__.py"], {}, _GUNICORN, True),
+        (["/srv/venv/bin/daphne", "project.asgi:application"], {}, {"daphne"}, True),
+        (["/srv/venv/bin/hypercorn", "project.asgi:application"], {}, {"hypercorn"}, True),
+        (["uwsgi"], {}, {"uwsgi"}, True),
+        ([], {}, {"uwsgi"}, True),
+        (["mod_wsgi"], {}, {"mod_wsgi"}, True),
+        (["serve.py"], {}, {"waitress"}, True),  # waitress.serve(application) in a script
+        (["-c"], {}, {"uvicorn"}, True),  # uvicorn --workers: spawned by multiprocessing
+        (["report.py"], {}, set(), False),  # a script calling django.setup()
+        ([], {}, set(), False),
+        (["/srv/venv/bin/celery", "-A", "project", "worker"], {}, {"celery"}, False),
+        (["/srv/venv/lib/python3.11/site-packages/celery/__main__.py"], {}, _GUNICORN, False),
+        (["/srv/venv/bin/pytest", "tests"], {}, {"pytest", "uvicorn"}, False),
+        (["manage.py", "migrate"], {}, set(), False),
+        (["manage.py", "oncely_run"], {}, set(), False),
+        (["manage.py", "shell"], {}, _GUNICORN, False),
+        (["/srv/venv/bin/django-admin", "shell"], {}, set(), False),
+        (["/usr/lib/python3/site-packages/django/__main__.py", "check"], {}, set(), False),
+        (["manage.py", "runserver"], {}, set(), False),  # the autoreloader, which serves nothing
+        (["manage.py", "runserver"], {"RUN_MAIN": "true"}, set(), True),
+        (["manage.py", "runserver", "--noreload"], {}, set(), True),
+        (["manage.py", "runserver"], {"RUN_MAIN": "true"}, {"daphne"}, True),
     ],
 )
 def test_django_starts_the_loop_only_in_processes_that_serve(
-    argv: list[str], environ: dict[str, str], serving: bool
+    argv: list[str], environ: dict[str, str], modules: set[str], serving: bool
 ) -> None:
     from oncely.integrations.django.apps import serving as decide
 
-    assert decide(argv, environ) is serving
+    assert decide(argv, environ, modules) is serving
+
+
+def test_django_settings_give_every_start_option() -> None:
+    from oncely.integrations.django.apps import start_options
+
+    assert start_options(SimpleNamespace()) == {
+        "concurrency": 8,
+        "http": None,
+        "retention": timedelta(days=30),
+    }
+    given = SimpleNamespace(
+        ONCELY_CONCURRENCY=3, ONCELY_HTTP="127.0.0.1:9464-9471", ONCELY_RETENTION="12w"
+    )
+    assert start_options(given) == {
+        "concurrency": 3,
+        "http": "127.0.0.1:9464-9471",
+        "retention": timedelta(weeks=12),
+    }
+    timed = SimpleNamespace(ONCELY_RETENTION=timedelta(hours=36))
+    assert start_options(timed)["retention"] == timedelta(hours=36)
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "message"),
+    [
+        ("ONCELY_CONCURRENCY", 0, "settings.ONCELY_CONCURRENCY=0: give a whole number of "),
+        ("ONCELY_CONCURRENCY", "8", "settings.ONCELY_CONCURRENCY='8': give a whole number "),
+        ("ONCELY_HTTP", 9464, "settings.ONCELY_HTTP=9464: give None (no /healthz and /metr"),
+        ("ONCELY_HTTP", "127.0.0.1", "settings.ONCELY_HTTP: HTTP address '127.0.0.1' has no "),
+        ("ONCELY_HTTP", "127.0.0.1:9471-9464", "settings.ONCELY_HTTP: HTTP address '127.0.0"),
+        ("ONCELY_RETENTION", "30 days", "settings.ONCELY_RETENTION='30 days': give how long "),
+        ("ONCELY_RETENTION", timedelta(0), "settings.ONCELY_RETENTION=datetime.timedelta(0)"),
+        ("ONCELY_RETENTION", 30, "settings.ONCELY_RETENTION=30: give how long to keep hist"),
+    ],
+)
+def test_a_bad_django_setting_is_refused_naming_it_and_what_to_give(
+    setting: str, value: object, message: str
+) -> None:
+    from oncely.integrations.django.apps import start_options
+
+    with pytest.raises(ConfigurationError) as refused:
+        start_options(SimpleNamespace(**{setting: value}))
+    assert str(refused.value).startswith(message), str(refused.value)
 
 
 def test_stop_timeouts_that_make_no_sense_are_refused(app: oncely.App) -> None:
@@ -184,3 +312,47 @@ def test_stop_timeouts_that_make_no_sense_are_refused(app: oncely.App) -> None:
     started = time.monotonic()
     app.stop(timeout=0)
     assert time.monotonic() - started < 0.1
+
+
+# A value of each `oncely run` option that it accepts, and one that it refuses (None: any text).
+_RUN_SAMPLES: dict[str, tuple[str, str | None]] = {
+    "--concurrency": ("3", "0"),
+    "--drain-timeout": ("2.5", "-1"),
+    "--http": ("127.0.0.1:9464-9471", None),  # checked when the worker starts, in both
+    "--retention": ("7d", "0d"),
+    "--log-format": ("json", "xml"),
+    "--log-level": ("warning", "LOUD"),
+}
+
+
+def test_django_oncely_run_takes_every_option_of_oncely_run_as_oncely_run_reads_it() -> None:
+    """Walks `oncely run`'s options: an option it gains and ``manage.py oncely_run`` does not
+    take fails here (``oncely_run`` once took 3 of its 6)."""
+    import click
+    from django.core.management.base import CommandError
+
+    from oncely.cli import run_command
+    from oncely.integrations.django.management.commands.oncely_run import Command
+
+    parser = Command().create_parser("manage.py", "oncely_run")
+    helps = {flag: action.help for action in parser._actions for flag in action.option_strings}
+    context = click.Context(run_command)
+    options = [p for p in run_command.params if isinstance(p, click.Option)]
+    assert len(options) >= 6
+    for option in options:
+        flag = option.opts[0]
+        assert flag in _RUN_SAMPLES, f"add a value of `oncely run {flag}` to _RUN_SAMPLES"
+        good, bad = _RUN_SAMPLES[flag]
+        try:
+            parsed = vars(parser.parse_args([flag, good]))
+        except CommandError as exc:
+            pytest.fail(f"manage.py oncely_run does not take {flag}: {exc}")
+        assert parsed[option.name] == option.process_value(context, good), flag
+        assert option.help is None or option.help in (helps[flag] or "").replace("%%", "%")
+        if option.show_default:
+            assert f"(default: {option.default})" in (helps[flag] or ""), flag
+        if bad is not None:
+            with pytest.raises(click.BadParameter):
+                option.process_value(context, bad)
+            with pytest.raises(CommandError, match=f"argument {flag}: "):
+                parser.parse_args([flag, bad])

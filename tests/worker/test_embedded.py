@@ -21,7 +21,7 @@ import traceback
 import urllib.error
 import urllib.request
 import warnings
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -401,3 +401,29 @@ def test_start_with_an_http_address_in_use_raises(app: oncely.App) -> None:
                 app.start(http=f"127.0.0.1:{port}")
         finally:
             app.stop(timeout=5)
+
+
+@pytest.mark.parametrize(
+    ("retention", "kept"), [("7d", timedelta(days=7)), (timedelta(hours=36), timedelta(hours=36))]
+)
+def test_retention_is_a_timedelta_or_a_duration_as_oncely_run_reads_it(
+    app: oncely.App, retention: timedelta | str, kept: timedelta
+) -> None:
+    app.start(retention=retention)
+    try:
+        worker = app._embedded.worker if app._embedded is not None else None
+        assert worker is not None
+        assert worker.housekeeping.retention == kept
+    finally:
+        app.stop(timeout=5)
+
+
+@pytest.mark.parametrize("retention", ["0d", "30 days", timedelta(0), -timedelta(days=1), 30])
+def test_a_retention_that_keeps_nothing_or_is_no_duration_raises_and_starts_nothing(
+    app: oncely.App, retention: object
+) -> None:
+    """Unchecked, timedelta(0) made housekeeping prune every finished occurrence, and a str
+    failed the loop at its first sweep, on its thread, after start() had returned."""
+    with pytest.raises(ConfigurationError, match=r"^retention=.*: give how long to keep history"):
+        app.start(retention=retention)  # type: ignore[arg-type]
+    assert _loops() == []

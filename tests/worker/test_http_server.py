@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import pytest
 from _worker_support import FakeClock
 
+from _processes import free_ports
 from oncely.errors import ConfigurationError
 from oncely.worker.health import Health
 from oncely.worker.metrics import Metrics
@@ -123,14 +124,16 @@ def test_close_before_start_does_nothing(health: Health) -> None:
 @pytest.mark.parametrize(
     ("address", "expected"),
     [
-        ("127.0.0.1:9100", ("127.0.0.1", 9100)),
-        ("localhost:0", ("localhost", 0)),
-        (":9100", ("", 9100)),
-        ("[::1]:9100", ("::1", 9100)),
-        (" 0.0.0.0:65535 ", ("0.0.0.0", 65535)),
+        ("127.0.0.1:9100", ("127.0.0.1", range(9100, 9101))),
+        ("localhost:0", ("localhost", range(0, 1))),
+        (":9100", ("", range(9100, 9101))),
+        ("[::1]:9100", ("::1", range(9100, 9101))),
+        (" 0.0.0.0:65535 ", ("0.0.0.0", range(65535, 65536))),
+        ("127.0.0.1:9464-9471", ("127.0.0.1", range(9464, 9472))),
+        ("[::1]:9464-9464", ("::1", range(9464, 9465))),
     ],
 )
-def test_parse_address(address: str, expected: tuple[str, int]) -> None:
+def test_parse_address(address: str, expected: tuple[str, range]) -> None:
     assert parse_address(address) == expected
 
 
@@ -145,6 +148,11 @@ def test_parse_address(address: str, expected: tuple[str, int]) -> None:
         ("127.0.0.1:-1", "the port must be a number from 0 to 65535"),
         ("127.0.0.1:٣", "the port must be a number from 0 to 65535"),
         ("::1:9100", "IPv6 host in brackets"),
+        ("127.0.0.1:9471-9464", "a port range runs from a lower port to a higher one"),
+        ("127.0.0.1:0-9464", "a port range runs from a lower port to a higher one, neither"),
+        ("127.0.0.1:9464-", "or a range FIRST-LAST, not ''"),
+        ("127.0.0.1:9464-x", "or a range FIRST-LAST, not 'x'"),
+        ("127.0.0.1:9464-70000", "or a range FIRST-LAST, not '70000'"),
     ],
 )
 def test_a_bad_address_is_a_configuration_error(address: str, message: str) -> None:
@@ -180,3 +188,25 @@ def test_300_idle_connections_are_capped_timed_out_and_healthz_answers(health: H
         finally:
             for sock in idle:
                 sock.close()
+
+
+def test_servers_given_one_port_range_each_listen_on_the_next_free_port(health: Health) -> None:
+    """N processes of a web server each start oncely with the same ``http``: with one port, all
+    but the first failed to listen and their metrics could not be scraped."""
+    ports = free_ports(2)
+    address = f"127.0.0.1:{ports[0]}-{ports[-1]}"
+    with (
+        HttpServer(address, health, Metrics()) as first,
+        HttpServer(address, health, Metrics()) as second,
+    ):
+        assert (first.port, second.port) == (ports[0], ports[1])
+        for server in (first, second):
+            code, content_type, _ = get(server, "/metrics")
+            assert (code, content_type) == (200, Metrics.content_type)
+        with pytest.raises(ConfigurationError) as refused:
+            HttpServer(address, health, Metrics()).start()
+    assert str(refused.value) == (
+        f"cannot listen on {address!r}: all 2 ports of the range are in use; widen the range to "
+        "one port for each process that listens on it, and more for the new processes a rolling "
+        "restart starts before the old ones exit"
+    )

@@ -11,7 +11,7 @@ DATABASES: dict[str, dict[str, str]] = {}  # Django's own database is not needed
 USE_TZ = True
 
 ONCELY_APP = "project.jobs:app"
-# In every server process (the default), or not: then run `manage.py oncely_run` on its own.
+# In every process that serves requests (the default), or not: then run `manage.py oncely_run`.
 ONCELY_EMBEDDED = os.environ.get("ONCELY_EMBEDDED", "1") != "0"
 
 LOGGING = {

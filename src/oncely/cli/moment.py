@@ -2,24 +2,21 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import click
 
+from oncely.arguments import DURATIONS, duration
 from oncely.cli.output import when
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 FORMS = (
     "an ISO date (2026-03-27), an ISO datetime (2026-03-27T09:00; without an offset it is UTC), "
-    "or a duration back from now: a whole number and m, h, d or w (30m, 12h, 7d, 2w)"
+    f"or a duration back from now: {DURATIONS}"
 )
-
-_DURATION = re.compile(r"(\d+)\s*([mhdw])", re.IGNORECASE)
-_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 Moment = datetime | timedelta
 """What the option read: an aware instant, or how far back from now (resolved by `at`)."""
@@ -31,13 +28,11 @@ def parse_moment(text: str) -> Moment:
     A date is its midnight UTC; a datetime without an offset is UTC. Raises `ValueError` naming
     the accepted forms.
     """
-    stripped = text.strip()
-    duration = _DURATION.fullmatch(stripped)
+    back = duration(text)
+    if back is not None:
+        return back
     try:
-        if duration:
-            amount, unit = duration.groups()
-            return timedelta(**{_UNITS[unit.lower()]: int(amount)})
-        moment = datetime.fromisoformat(stripped)
+        moment = datetime.fromisoformat(text.strip())
         return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
     except (ValueError, OverflowError) as exc:
         raise ValueError(f"{text!r} is not a time; use {FORMS}") from exc

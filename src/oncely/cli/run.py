@@ -6,27 +6,26 @@ import logging
 import os
 import sys
 from datetime import timedelta
+from typing import Any, NoReturn
 
 import click
 
+from oncely.app import App
+from oncely.arguments import checked_retention
 from oncely.cli.loading import load_app
-from oncely.cli.moment import parse_moment
-from oncely.errors import OncelyError
+from oncely.errors import ConfigurationError, OncelyError
 from oncely.worker import DEFAULT_CONCURRENCY, DEFAULT_DRAIN_TIMEOUT_S, configure_logging
 
 
 def _retention(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
     try:
-        moment = parse_moment(value)
-    except ValueError:
-        moment = None
-    if not isinstance(moment, timedelta) or moment <= timedelta(0):
+        return checked_retention(value)
+    except ConfigurationError:
         raise click.BadParameter(
             f"{value!r} is not a duration; use a whole number and m, h, d or w (30d, 12w)",
             ctx=ctx,
             param=param,
-        )
-    return moment
+        ) from None
 
 
 @click.command()
@@ -49,7 +48,8 @@ def _retention(ctx: click.Context, param: click.Parameter, value: str) -> timede
 @click.option(
     "--http",
     metavar="HOST:PORT",
-    help="Serve /healthz and /metrics there (off by default), e.g. 127.0.0.1:9464.",
+    help="Serve /healthz and /metrics there (off by default), e.g. 127.0.0.1:9464; or on the "
+    "first free port of a range, for several workers on one host: 127.0.0.1:9464-9471.",
 )
 @click.option(
     "--retention",
@@ -67,15 +67,7 @@ def _retention(ctx: click.Context, param: click.Parameter, value: str) -> timede
     default="INFO",
     show_default=True,
 )
-def run(
-    app_spec: str,
-    concurrency: int,
-    drain_timeout: float,
-    http: str | None,
-    retention: timedelta,
-    log_format: str,
-    log_level: str,
-) -> None:
+def run(app_spec: str, log_format: str, log_level: str, **worker: Any) -> None:
     """Run the app's jobs until SIGTERM or SIGINT, then drain and exit 0.
 
     Safe to start on every instance: each occurrence runs once however many workers run.
@@ -83,11 +75,20 @@ def run(
     configure_logging("json" if log_format == "json" else "text", getattr(logging, log_level))
     app = load_app(app_spec)
     try:
-        app.run_worker(
-            concurrency=concurrency, drain_timeout=drain_timeout, http=http, retention=retention
-        )
+        serve_worker(app, **worker)
     except OncelyError as exc:
         raise click.ClickException(str(exc)) from exc
+
+
+def serve_worker(app: App, **worker: Any) -> NoReturn:
+    """Run ``app``'s worker with `run`'s options other than logging's until SIGTERM or SIGINT,
+    drain, and end the process with exit status 0.
+
+    What ``oncely run`` and Django's ``manage.py oncely_run`` both do once they read their
+    options. Raises `OncelyError` when the worker cannot start (an address in use, say).
+    """
+    try:
+        app.run_worker(**worker)
     finally:
         app.close()
     # A handler still running after the drain timeout (its lease left to expire) must not keep

@@ -29,7 +29,9 @@ class Oncely:
     """The extension object: ``Oncely(app, flask_app=None, ...)``, then `init_app`.
 
     ``scheduler`` is the `oncely.App` whose jobs run; the Flask app finds this object under
-    ``flask_app.extensions["oncely"]``.
+    ``flask_app.extensions["oncely"]``. ``concurrency``, ``http`` and ``retention`` are
+    `oncely.App.start`'s; under several processes give ``http`` a range of ports
+    (``"127.0.0.1:9464-9471"``), so that each listens on one.
     """
 
     def __init__(
@@ -40,7 +42,7 @@ class Oncely:
         start: bool = True,
         concurrency: int = 8,
         http: str | None = None,
-        retention: timedelta = timedelta(days=30),
+        retention: timedelta | str = timedelta(days=30),
     ) -> None:
         self.scheduler = scheduler
         self.start = start

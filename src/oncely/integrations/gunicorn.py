@@ -35,9 +35,13 @@ def post_fork(
     *,
     concurrency: int = 8,
     http: str | None = None,
-    retention: timedelta = timedelta(days=30),
+    retention: timedelta | str = timedelta(days=30),
 ) -> Hook:
-    """A ``post_fork(server, worker)`` hook: ``app.start(...)`` in the new worker process."""
+    """A ``post_fork(server, worker)`` hook: ``app.start(...)`` in the new worker process.
+
+    The options are `oncely.App.start`'s. Every worker gets the same ``http``: give it a range
+    of ports, one or more per worker (``"127.0.0.1:9464-9471"``), so that each listens on one.
+    """
 
     def start(server: Any, worker: Any) -> None:
         resolve(app).start(concurrency=concurrency, http=http, retention=retention)

@@ -38,9 +38,13 @@ async def running(
     stop_timeout: float = 30.0,
     concurrency: int = 8,
     http: str | None = None,
-    retention: timedelta = timedelta(days=30),
+    retention: timedelta | str = timedelta(days=30),
 ) -> AsyncIterator[None]:
-    """``app.start(...)`` on entry, ``app.stop(stop_timeout)`` on exit (see `oncely.App.start`)."""
+    """``app.start(...)`` on entry, ``app.stop(stop_timeout)`` on exit (see `oncely.App.start`).
+
+    Under ``--workers N`` give ``http`` a range of N ports or more (``"127.0.0.1:9464-9471"``),
+    so that each process listens on one.
+    """
     from anyio import to_thread
 
     app.start(concurrency=concurrency, http=http, retention=retention)
@@ -56,7 +60,7 @@ def lifespan(
     stop_timeout: float = 30.0,
     concurrency: int = 8,
     http: str | None = None,
-    retention: timedelta = timedelta(days=30),
+    retention: timedelta | str = timedelta(days=30),
 ) -> Callable[[object], AbstractAsyncContextManager[None]]:
     """A lifespan for ``FastAPI(lifespan=...)`` / ``Starlette(lifespan=...)`` running `running`."""
 

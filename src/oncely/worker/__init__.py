@@ -6,6 +6,7 @@ from oncely.worker.embedded import Embedded
 from oncely.worker.logs import configure_logging
 from oncely.worker.loop import DEFAULT_CONCURRENCY, DEFAULT_DRAIN_TIMEOUT_S, Worker
 from oncely.worker.parts import Assembles, Parts
+from oncely.worker.server import parse_address
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
@@ -15,4 +16,5 @@ __all__ = [
     "Parts",
     "Worker",
     "configure_logging",
+    "parse_address",
 ]

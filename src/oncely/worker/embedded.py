@@ -52,7 +52,7 @@ class Embedded:
         *,
         concurrency: int = DEFAULT_CONCURRENCY,
         http: str | None = None,
-        retention: timedelta = timedelta(days=30),
+        retention: timedelta | str = timedelta(days=30),
     ) -> bool:
         """Start the loop unless it is serving already; return whether this call started it.
 

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from oncely.arguments import checked_retention
 from oncely.engine import Engine, calling, worker_id
 from oncely.errors import ConfigurationError, OncelyError
 from oncely.locks import Lock
@@ -51,7 +52,7 @@ class Worker:
         concurrency: int = DEFAULT_CONCURRENCY,
         drain_timeout: float = DEFAULT_DRAIN_TIMEOUT_S,
         http: str | None = None,
-        retention: timedelta = timedelta(days=30),
+        retention: timedelta | str = timedelta(days=30),
         sweep_every: timedelta = timedelta(minutes=5),
         wake_cap: float = DEFAULT_WAKE_CAP_S,
     ) -> None:
@@ -85,7 +86,7 @@ class Worker:
                 provider=parts.locks,
                 owner=worker_id,
             ),
-            retention=retention,
+            retention=checked_retention(retention),
             every=sweep_every,
         )
         self._engine: Engine | None = None
@@ -193,7 +194,12 @@ class Worker:
         server = HttpServer(self._http_address, self.health, self.metrics)
         server.start()
         self._server = server  # only once bound: http_address reads the bound port
-        log.info("oncely: health and metrics on http://%s", self.http_address)
+        ports = server.ports
+        log.info(
+            "oncely: health and metrics on http://%s%s",
+            self.http_address,
+            f" (the first free port of {ports[0]}-{ports[-1]})" if len(ports) > 1 else "",
+        )
 
     def stop(self, drain_timeout: float | None = None) -> None:
         """Stop claiming and drain (thread-safe; returns at once, `run` returns when drained).

@@ -6,6 +6,7 @@ request on its own thread, so a slow client never delays the worker loop or anot
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import socket
@@ -31,11 +32,13 @@ MAX_CLIENTS = 32
 CLIENT_TIMEOUT_S = 5.0
 
 
-def parse_address(address: str) -> tuple[str, int]:
-    """``"HOST:PORT"`` as ``(host, port)``; ``[::1]:PORT`` for IPv6, ``:PORT`` for all interfaces.
+def parse_address(address: str) -> tuple[str, range]:
+    """``"HOST:PORT"`` as ``(host, ports)``; ``[::1]:PORT`` for IPv6, ``:PORT`` for all interfaces.
 
-    Port 0 means any free port. Raises `ConfigurationError` naming the address and what is wrong
-    with it (no port, a port that is not a number in 0-65535, an IPv6 host without brackets).
+    Port 0 means any free port. ``HOST:FIRST-LAST`` is a range of ports (both included), for N
+    processes that each listen on one of them. Raises `ConfigurationError` naming the address
+    and what is wrong with it (no port, a port that is not a number in 0-65535, a range that
+    runs backwards or holds port 0, an IPv6 host without brackets).
     """
     text = address.strip()
     host, sep, port_text = text.rpartition(":")
@@ -49,27 +52,40 @@ def parse_address(address: str) -> tuple[str, int]:
         raise ConfigurationError(
             f"HTTP address {address!r}: write an IPv6 host in brackets, e.g. [::1]:9100"
         )
-    if not (port_text.isascii() and port_text.isdigit()) or int(port_text) > 65535:
+    first_text, dash, last_text = port_text.partition("-")
+    first, last = _port(address, first_text), _port(address, last_text if dash else first_text)
+    if dash and not 0 < first <= last:
+        raise ConfigurationError(
+            f"HTTP address {address!r}: a port range runs from a lower port to a higher one, "
+            "neither of them 0, e.g. 127.0.0.1:9464-9471"
+        )
+    return host, range(first, last + 1)
+
+
+def _port(address: str, text: str) -> int:
+    if not (text.isascii() and text.isdigit()) or int(text) > 65535:
         raise ConfigurationError(
             f"HTTP address {address!r}: the port must be a number from 0 to 65535 "
-            f"(0 for any free port), not {port_text!r}"
+            f"(0 for any free port), or a range FIRST-LAST, not {text!r}"
         )
-    return host, int(port_text)
+    return int(text)
 
 
 class HttpServer:
     """Serves `/healthz` (`Health.status` as JSON) and `/metrics` (`Metrics.render`) on ``address``.
 
-    Nothing listens until `start()`; `close()` stops serving and frees the port, and is safe to call
-    twice or before `start()`. Every other path is 404. Requests are logged to the ``oncely.http``
-    logger at DEBUG. Usable as a context manager (start on enter, close on exit).
+    Given a port range, it listens on the first port of it that no other socket listens on
+    (`ports`). Nothing listens until `start()`; `close()` stops serving and frees the port, and
+    is safe to call twice or before `start()`. Every other path is 404. Requests are logged to
+    the ``oncely.http`` logger at DEBUG. Usable as a context manager (start on enter, close on
+    exit).
 
     Raises `ConfigurationError` for an address `parse_address` refuses.
     """
 
     def __init__(self, address: str, health: Health, metrics: Metrics) -> None:
         self.address = address
-        self._host, self._port = parse_address(address)
+        self._host, self.ports = parse_address(address)
         self._health = health
         self._metrics = metrics
         self._server: _Server | None = None
@@ -77,23 +93,21 @@ class HttpServer:
 
     @property
     def port(self) -> int:
-        """The port listened on once started (the one chosen, for port 0); before, the one asked."""
+        """The port listened on once started (the one chosen, for port 0 or a range); before,
+        the first one asked."""
         if self._server is not None:
             return int(self._server.server_address[1])
-        return self._port
+        return self.ports[0]
 
     def start(self) -> None:
         """Listen and serve on a daemon thread; returns at once, ready for requests.
 
-        Raises `ConfigurationError` when the address cannot be listened on (in use, not local).
+        Raises `ConfigurationError` when the address cannot be listened on (in use, not local),
+        or when every port of a range is in use.
         """
         if self._server is not None:
             return
-        family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
-        try:
-            server = _Server((self._host, self._port), family, self._health, self._metrics)
-        except OSError as exc:
-            raise ConfigurationError(f"cannot listen on {self.address!r}: {exc}") from exc
+        server = self._bind()
         self._server = server
         self._thread = threading.Thread(
             target=server.serve_forever,
@@ -102,6 +116,24 @@ class HttpServer:
             daemon=True,
         )
         self._thread.start()
+
+    def _bind(self) -> _Server:
+        family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
+        in_use: OSError | None = None
+        for port in self.ports:
+            try:
+                return _Server((self._host, port), family, self._health, self._metrics)
+            except OSError as exc:
+                if exc.errno != errno.EADDRINUSE:
+                    raise ConfigurationError(f"cannot listen on {self.address!r}: {exc}") from exc
+                in_use = exc  # another process of this server has it: the next may be free
+        if len(self.ports) == 1:
+            raise ConfigurationError(f"cannot listen on {self.address!r}: {in_use}") from in_use
+        raise ConfigurationError(
+            f"cannot listen on {self.address!r}: all {len(self.ports)} ports of the range are in "
+            "use; widen the range to one port for each process that listens on it, and more for "
+            "the new processes a rolling restart starts before the old ones exit"
+        ) from in_use
 
     def close(self) -> None:
         """Stop serving and close the listening socket; returns once the serving thread ended."""
