@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from oncely import locks, testing
     from oncely.app import App, TenantView
     from oncely.engine import Explanation, Job, Run, TickReport
-    from oncely.model import Occurrence, Schedule
+    from oncely.model import Attempt, Occurrence, Schedule
     from oncely.recurrence import (
         at,
         cron,
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "App",
+    "Attempt",
     "ConfigurationError",
     "Explanation",
     "InvalidPayload",
@@ -84,7 +85,7 @@ _HOMES = {
     "testing": "oncely.testing",
     **dict.fromkeys(["App", "TenantView"], "oncely.app"),
     **dict.fromkeys(["Explanation", "Job", "Run", "TickReport"], "oncely.engine"),
-    **dict.fromkeys(["Occurrence", "Schedule"], "oncely.model"),
+    **dict.fromkeys(["Attempt", "Occurrence", "Schedule"], "oncely.model"),
     **dict.fromkeys(
         [
             "at",

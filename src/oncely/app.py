@@ -41,9 +41,11 @@ from oncely.errors import (
     ConfigurationError,
     InvalidSchedule,
     TenantMismatch,
+    UnknownSchedule,
 )
 from oncely.locks import RESERVED_LOCK_PREFIX, Lock, LockProvider, StoreProvider
 from oncely.model import (
+    Attempt,
     Occurrence,
     OccurrenceStatus,
     Overlap,
@@ -311,6 +313,18 @@ class App:
         """Occurrences of every tenant, newest first: what ran, what did not, and why."""
         return _history(self, None, key, since, until, status, limit, all_tenants=True)
 
+    def attempts(
+        self, key: str, scheduled_for: datetime, *, tenant: str | None = None
+    ) -> list[Attempt]:
+        """Every attempt of schedule ``key``'s (of ``tenant``'s) occurrence at ``scheduled_for``,
+        first first: when each started and ended, its worker and fence, how it ended, its error.
+
+        The last is the occurrence's own (`Occurrence.attempts` counts them all); ones before it
+        booked by a version of oncely older than the attempts table, or past the most kept
+        (100), are not listed. Raises `UnknownSchedule` when there is no such occurrence.
+        """
+        return _attempts(self, tenant, key, scheduled_for)
+
     # The awaitable twins (oncely.awaitables): each awaits the call above on a thread pool.
     schedule_async = twin(schedule)
     defer_async = twin(defer)
@@ -324,6 +338,7 @@ class App:
     explain_async = twin(explain)
     schedules_async = twin(schedules)
     history_async = twin(history)
+    attempts_async = twin(attempts)
 
     def for_tenant(self, tenant: str) -> TenantView:
         """A view of this app that sees and changes only ``tenant``'s schedules and history.
@@ -654,6 +669,9 @@ class TenantView:
     ) -> list[Occurrence]:
         return _history(self.app, self.tenant, key, since, until, status, limit)
 
+    def attempts(self, key: str, scheduled_for: datetime) -> list[Attempt]:
+        return _attempts(self.app, self.tenant, key, scheduled_for)
+
     # The awaitable twins (oncely.awaitables): each awaits the call above on a thread pool.
     schedule_async = twin(schedule)
     defer_async = twin(defer)
@@ -667,6 +685,7 @@ class TenantView:
     explain_async = twin(explain)
     schedules_async = twin(schedules)
     history_async = twin(history)
+    attempts_async = twin(attempts)
 
     def __repr__(self) -> str:
         return f"<oncely.App view of tenant {self.tenant!r}>"
@@ -818,6 +837,17 @@ def _explain(app: App, tenant: str | None, key: str, upcoming: int, recent: int)
         running=app.store.history(tenant, key=key, status="running", limit=recent),
         worker_seen_at=max((v.last_seen_at for v in app.store.code_versions(1)), default=None),
     )
+
+
+def _attempts(app: App, tenant: str | None, key: str, scheduled_for: datetime) -> list[Attempt]:
+    if tenant is not None:
+        checked_tenant(tenant)
+    at = as_utc(scheduled_for, "scheduled_for")
+    found = app.store.attempts(tenant, checked_key(key), at)
+    if found is None:
+        app.store.get_schedule(tenant, key)  # an unknown key says so
+        raise UnknownSchedule(f"schedule {key!r} has no occurrence at {at.isoformat()}")
+    return found
 
 
 def _history(

@@ -137,6 +137,36 @@ class Occurrence:
     fence: int | None = None
 
 
+AttemptOutcome = Literal["running", "succeeded", "failed", "timed_out", "lost", "abandoned"]
+#: How the error of an attempt failed by its job's ``timeout`` begins (`Attempt.outcome`
+#: ``timed_out`` is read from it).
+TIMED_OUT = "timed out: "
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One attempt of an occurrence: when it started and ended, which worker ran it under which
+    fence (`Run.fence`), and how it ended.
+
+    ``outcome``: ``running`` (still, under a lease until ``lease_expires_at``), ``succeeded``,
+    ``failed`` (the handler raised, or oncely refused to run it), ``timed_out`` (still running
+    past its job's ``timeout``), ``lost`` (its worker's lease expired and the occurrence was
+    taken over or reclaimed), ``abandoned`` (an at_most_once attempt whose worker was lost).
+    ``error`` is the failure with its traceback, cut as `Occurrence.error` is, or what lost or
+    abandoned it; None for one that succeeded or still runs. ``finished_at`` of a lost attempt
+    is when its loss was found, not when its worker died.
+    """
+
+    number: int
+    outcome: AttemptOutcome
+    started_at: datetime | None
+    finished_at: datetime | None
+    worker: str | None
+    fence: int | None
+    error: str | None = None
+    lease_expires_at: datetime | None = None
+
+
 Overlap = Literal["skip", "buffer_one", "allow"]
 
 

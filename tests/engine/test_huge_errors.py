@@ -32,6 +32,11 @@ def test_a_50_mb_exception_message_is_cut_in_the_log_and_in_history(
     (row,) = app.history(key="boom")
     assert row.status == "failed"
     assert len(row.error or "") <= 8000
+    # The attempt retried is kept cut the same way.
+    assert [len(a.error or "") <= 8000 for a in app.attempts("boom", row.scheduled_for)] == [
+        True,
+        True,
+    ]
     logged = caplog.text
     assert len(logged) < 100_000, f"{len(logged):,} characters of log"
     assert "RuntimeError: xxxx" in logged

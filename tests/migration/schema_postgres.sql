@@ -18,6 +18,18 @@ ALTER TABLE public.oncely_actions ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTI
     CACHE 1
 );
 
+CREATE TABLE public.oncely_attempts (
+    occurrence_id bigint NOT NULL,
+    attempt integer NOT NULL,
+    outcome text NOT NULL,
+    started_at timestamp with time zone,
+    finished_at timestamp with time zone,
+    worker text,
+    fence bigint,
+    error text,
+    CONSTRAINT oncely_attempts_outcome_check CHECK ((outcome = ANY (ARRAY['failed'::text, 'lost'::text])))
+);
+
 CREATE TABLE public.oncely_code_versions (
     fingerprint text NOT NULL,
     first_seen_at timestamp with time zone NOT NULL,
@@ -156,6 +168,9 @@ CREATE TABLE public.oncely_workers (
 ALTER TABLE ONLY public.oncely_actions
     ADD CONSTRAINT oncely_actions_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY public.oncely_attempts
+    ADD CONSTRAINT oncely_attempts_pkey PRIMARY KEY (occurrence_id, attempt);
+
 ALTER TABLE ONLY public.oncely_code_versions
     ADD CONSTRAINT oncely_code_versions_pkey PRIMARY KEY (fingerprint);
 
@@ -211,6 +226,9 @@ CREATE INDEX oncely_schedules_pause_ends ON public.oncely_schedules USING btree 
 CREATE INDEX oncely_sweeps_finished ON public.oncely_sweeps USING btree (finished_at, id);
 
 CREATE INDEX oncely_workers_heartbeat ON public.oncely_workers USING btree (heartbeat_at);
+
+ALTER TABLE ONLY public.oncely_attempts
+    ADD CONSTRAINT oncely_attempts_occurrence_id_fkey FOREIGN KEY (occurrence_id) REFERENCES public.oncely_occurrences(id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.oncely_occurrences
     ADD CONSTRAINT oncely_occurrences_schedule_id_fkey FOREIGN KEY (schedule_id) REFERENCES public.oncely_schedules(id);

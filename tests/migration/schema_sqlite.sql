@@ -56,6 +56,19 @@ CREATE TABLE oncely_actions (
     detail text
 ) STRICT;
 
+-- table oncely_attempts
+CREATE TABLE oncely_attempts (
+    occurrence_id integer NOT NULL REFERENCES oncely_occurrences (id) ON DELETE CASCADE,
+    attempt       integer NOT NULL,
+    outcome       text    NOT NULL CHECK (outcome IN ('failed', 'lost')),
+    started_at    integer,
+    finished_at   integer,
+    worker        text,
+    fence         integer,
+    error         text,
+    PRIMARY KEY (occurrence_id, attempt)
+) STRICT;
+
 -- table oncely_code_versions
 CREATE TABLE oncely_code_versions (
     fingerprint   text    PRIMARY KEY,

@@ -8,11 +8,14 @@ import sqlite3
 import subprocess
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import psycopg
 import pytest
 
+from oncely import at
+from oncely.model import Claim, Planned
 from oncely.store import Store, open_store
 from oncely.store.queries import migrations
 
@@ -107,3 +110,69 @@ def test_migrations_equal_the_checked_in_schema(empty_url: str) -> None:
         f"applying the migrations no longer gives {dump.name}. A schema change is a new numbered "
         "migration; once it is one, refresh the dump with ONCELY_UPDATE_SCHEMA_DUMPS=1 make test"
     )
+
+
+def _at_version(monkeypatch: pytest.MonkeyPatch, version: int) -> None:
+    """Make this process's stores migrate only up to ``version``, as a previous release did."""
+    import oncely.store.postgres
+    import oncely.store.sqlite
+
+    for module in (oncely.store.postgres, oncely.store.sqlite):
+        monkeypatch.setattr(module, "migrations", lambda dialect: migrations(dialect)[:version])
+
+
+def _defer(store: Store, key: str) -> None:
+    instance = at(NOW).next_instance_after(NOW - timedelta(microseconds=1))
+    assert instance is not None
+    store.save_schedule(
+        tenant=None, key=key, job="sync", origin="api", trigger=at(NOW), payload=None,
+        next_run_at=None, now=NOW, occurrences=[Planned(instance, origin="defer")],
+    )  # fmt: skip
+
+
+def _claim(store: Store, now: datetime) -> Claim:
+    (claimed,) = store.claim_due(
+        owner="old#9", lease=timedelta(minutes=5), limit=1, now=now, jobs=["sync"],
+        reclaim=["sync"], serial=[],
+    )  # fmt: skip
+    return claimed
+
+
+def test_0010_moves_version_9_forward_under_its_workers(
+    empty_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 0010 only creates a table: a version 9 worker's occurrences read as before, its claims in
+    # flight do not hold the migration up, and what it booked (one attempt per row) is listed.
+    with monkeypatch.context() as old:
+        _at_version(old, 9)
+        store = open_store(empty_url)
+        assert store.migrate(NOW) == list(range(1, 10))
+        for key in ("failed", "running"):
+            _defer(store, key)
+        failed = _claim(store, NOW)
+        store.book_failure(failed, NOW, error="boom", retry_at=None, pause_after=None)
+        running = _claim(store, NOW)
+    holding = None
+    if store.dialect == "postgres":
+        # A version 9 claim holding its row locked (FOR UPDATE) while 0010 applies.
+        holding = psycopg.connect(empty_url)
+        holding.execute("SELECT id FROM oncely_occurrences FOR UPDATE").fetchall()
+    migrated: list[list[int]] = []
+    migrator = open_store(empty_url)
+    applying = threading.Thread(target=lambda: migrated.append(migrator.migrate(NOW)))
+    applying.start()
+    applying.join(timeout=30)
+    waited = applying.is_alive()
+    if holding is not None:
+        holding.close()
+    applying.join()
+    migrator.close()
+    assert not waited, "0010 waited on a version 9 worker's claim"
+    assert migrated == [[10]]
+    (only,) = store.attempts(None, "failed", NOW) or []
+    assert (only.number, only.outcome, only.worker, only.error) == (1, "failed", "old#9", "boom")
+    (current,) = store.attempts(None, "running", NOW) or []
+    assert (current.outcome, current.fence) == ("running", running.fence)
+    # Booked after the migration by book_success, a statement 0010 left as version 9 has it.
+    assert store.book_success([running], NOW) == [running]
+    store.close()

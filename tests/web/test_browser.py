@@ -136,6 +136,8 @@ def test_an_occurrence_shows_its_error_and_idempotency_key(
     expect(page.locator("h1")).to_contain_text("sync at 2026-03-27 12:10:00Z")
     expect(page.locator("pre.error")).to_contain_text("Traceback (most recent call last)")
     expect(page.locator("dl.facts")).to_contain_text("/sync/2026-03-27T12:10:00+00:00")
+    expect(page.locator("table.attempts #attempt-1")).to_contain_text("failed")
+    expect(page.locator("table.attempts pre.attempt-error")).to_contain_text("Traceback")
     shot(page, "occurrence", tmp_path)
     beat = clock.now - timedelta(seconds=20)
     app.store.beat(oncely.model.WorkerBeat("web-1#11", beat, beat, "1.2.3", "c0ffee" * 8))

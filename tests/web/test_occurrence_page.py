@@ -51,3 +51,54 @@ def test_a_failed_occurrence_shows_its_attempts_and_whole_traceback(app: oncely.
     assert twin["error"].rstrip().endswith("RuntimeError: upstream answered 503")
     assert "Traceback (most recent call last)" in page
     assert isinstance(twin["fence"], int)
+
+
+def test_every_attempt_shows_its_worker_fence_outcome_and_error(sqlite_url: str) -> None:
+    app, clock = build(sqlite_url)
+    try:
+
+        @app.job()
+        def shaky(run: oncely.Run) -> None:
+            if run.attempt == 2:
+                raise RuntimeError("attempt 2 met a 503")
+
+        app.defer(shaky, at=clock.now, key="shaky")
+        (lost,) = app.store.claim_due(
+            owner="web-9#999", lease=timedelta(minutes=5), limit=1, now=clock.now,
+            jobs=["shaky"], reclaim=["shaky"], serial=[],
+        )  # fmt: skip
+        clock.now += timedelta(minutes=6)
+        app.tick()  # takes the lost attempt over; attempt 2 fails
+        clock.now += timedelta(hours=1)
+        app.tick()  # attempt 3 succeeds
+        (row,) = app.history("shaky")
+        page, twin = both(app, "shaky", row.scheduled_for.isoformat())
+        details = twin["attempt_details"]
+        assert [(a["number"], a["outcome"], a["worker"]) for a in details] == [
+            (1, "lost", "web-9#999"),
+            (2, "failed", row.worker),
+            (3, "succeeded", row.worker),
+        ]
+        assert details[0]["fence"] == lost.fence
+        assert twin["attempts_not_kept"] == 0
+        for attempt in details:
+            assert f'<tr id="attempt-{attempt["number"]}">' in page
+            assert f"<td>{attempt['fence']}</td>" in page
+        assert "web-9#999 was lost during attempt 1 (lease expired)" in page
+        assert details[1]["error"].startswith("Traceback (most recent call last)")
+        assert "RuntimeError: attempt 2 met a 503" in page
+    finally:
+        app.close()
+
+
+def test_attempts_booked_before_they_were_kept_are_counted_as_not_kept(app: oncely.App) -> None:
+    failed = app.history("sync", status="failed", limit=1)[0]
+    with app.store.transaction() as connection:
+        connection.execute(
+            "DELETE FROM oncely_attempts"
+        )  # as a version before migration 10 left it
+        connection.execute("UPDATE oncely_occurrences SET attempts = 3 WHERE status = 'failed'")
+    page, twin = both(app, "sync", failed.scheduled_for.isoformat())
+    assert [a["number"] for a in twin["attempt_details"]] == [3]
+    assert twin["attempts_not_kept"] == 2
+    assert "2 earlier attempts not kept" in page

@@ -53,6 +53,7 @@ def test_hung_handlers_fail_at_their_timeout_and_free_their_slots(
                 (row,) = app.history(key=key)
                 assert row.status == "failed"
                 assert "timed out" in (row.error or "")
+                assert [a.outcome for a in app.attempts(key, row.scheduled_for)] == ["timed_out"]
             assert caplog.text.count("ran past its timeout of 1s") == 2
             # Both slots are held by handlers running past their timeout: unhealthy.
             code, body = worker.health.status()

@@ -23,7 +23,7 @@ from oncely.engine.misfire import age
 from oncely.engine.retry import backoff
 from oncely.engine.run import Run
 from oncely.errors import Terminal, TransactionTooLong
-from oncely.model import Claim
+from oncely.model import TIMED_OUT, Claim
 from oncely.store import Store, Unreadable
 
 log = logging.getLogger("oncely")
@@ -217,7 +217,7 @@ class Executor:
         """
         assert job.timeout is not None
         error = (
-            f"timed out: attempt {claim.attempt} was still running after its job's timeout of "
+            f"{TIMED_OUT}attempt {claim.attempt} was still running after its job's timeout of "
             f"{age(job.timeout)}; it failed and its handler slot was freed (the handler itself "
             "cannot be stopped: it runs on, and what it returns is not booked)"
         )

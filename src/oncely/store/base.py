@@ -14,6 +14,7 @@ from typing import Any
 from oncely.errors import OncelyError
 from oncely.model import (
     Action,
+    Attempt,
     CodeVersion,
     Lease,
     Occurrence,
@@ -229,11 +230,24 @@ class SqlStore(Bookings):
         self, tenant: str | None, key: str, scheduled_for: datetime, now: datetime
     ) -> bool:
         params = {"tenant": tenant_column(tenant), "key": key, "scheduled_for": scheduled_for}
+        retry = {**params, "now": now, "kept": records.ATTEMPTS_KEPT}
         with self._writing() as connection:
-            found = self._row(connection, "retry_failed", {**params, "now": now})
+            found = self._row(connection, "retry_failed", retry)
             if found is not None:
+                self._keep_attempt(connection, found["id"], "failed")
                 self._notify(connection)
         return found is not None
+
+    def attempts(
+        self, tenant: str | None, key: str, scheduled_for: datetime
+    ) -> list[Attempt] | None:
+        params = {"tenant": tenant_column(tenant), "key": key, "scheduled_for": scheduled_for}
+        with self._reading() as connection:
+            found = self._row(connection, "select_occurrence", params)
+            if found is None:
+                return None
+            kept = self._rows(connection, "select_attempts", {"id": found["id"]})
+        return records.attempts(found, kept)
 
     def job_counts(self) -> dict[str, int]:
         with self._reading() as connection:

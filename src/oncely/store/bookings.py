@@ -55,8 +55,10 @@ class Bookings(Dialect):
         params = {"id": claim.occurrence_id, "fence": claim.fence, "now": now, "error": error}
         with self._writing() as connection:
             if retry_at is not None:
-                retried = self._row(connection, "book_retry", {**params, "retry_at": retry_at})
+                retry = {**params, "retry_at": retry_at, "kept": records.ATTEMPTS_KEPT}
+                retried = self._row(connection, "book_retry", retry)
                 if retried is not None:
+                    self._keep_attempt(connection, claim.occurrence_id, "failed")
                     # The retry comes due sooner than a sleeping worker's next wake-up may be
                     # (the dashboard hears this notice too: no outcome notice besides).
                     self._notify(connection)
@@ -115,9 +117,12 @@ class Bookings(Dialect):
         with self._picked("reclaimable", params) as (connection, found):
             for row in found:
                 decided = housekeeping.reclaim(row, retries[row["job"]], now)
-                changed = self._row(connection, "reclaim", decided.params)
+                reclaim = {**decided.params, "kept": records.ATTEMPTS_KEPT}
+                changed = self._row(connection, "reclaim", reclaim)
                 if changed is None:
                     continue
+                if decided.report.status == "retrying":
+                    self._keep_attempt(connection, row["id"], "lost")
                 if decided.report.status == "failed":
                     count = {"schedule_id": changed["schedule_id"], "pause_after": None, "now": now}
                     self._rows(connection, "count_failure", count)
@@ -157,6 +162,16 @@ class Bookings(Dialect):
         self._changed(connection, "prune_keyless_schedules", {"before": before, "limit": limit})
         self._changed(connection, "prune_sweeps", {"before": before})
         self._changed(connection, "prune_actions", {"before": before})
+
+    def _keep_lost(
+        self, connection: Any, admitted: Sequence[claiming.Candidate], now: datetime
+    ) -> None:
+        """Keep the attempts of lost workers that the ``admitted`` candidates reclaimed, before
+        the claim starts the next attempt over them (and overwrites the row's)."""
+        lost = [c.occurrence_id for c in admitted if c.reclaimed]
+        if lost:
+            params = {"ids": self._ints(lost), "now": now, "kept": records.ATTEMPTS_KEPT}
+            self._changed(connection, "keep_lost_attempts", params)
 
     def _candidates(
         self,

@@ -54,6 +54,12 @@ class Dialect(Store):
         """Run statement ``name`` once per item of ``params``; return the rows changed in all."""
 
     @abstractmethod
+    def _keep_attempt(self, connection: Any, occurrence_id: int, outcome: str) -> None:
+        """Keep the attempt that ``book_retry``, ``reclaim`` (retrying) or ``retry_failed`` just
+        ended on ``occurrence_id`` in ``oncely_attempts``, as ``outcome``: nothing where those
+        statements keep it themselves."""
+
+    @abstractmethod
     def _history_of_key(self, all_tenants: bool) -> str:
         """The statement that reads one key's history (of every tenant, or of one)."""
 

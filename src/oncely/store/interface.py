@@ -11,6 +11,7 @@ from typing import Any
 from oncely.model import (
     Abandoned,
     Action,
+    Attempt,
     Claim,
     CodeVersion,
     Failure,
@@ -399,6 +400,21 @@ class Store(ABC):
         Each filter left as None matches everything (never "is NULL"): ``key``, scheduled time in
         [``since``, ``until``), ``status``. Removed schedules' occurrences are included: they are
         the record of what happened.
+        """
+
+    @abstractmethod
+    def attempts(
+        self, tenant: str | None, key: str, scheduled_for: datetime
+    ) -> list[Attempt] | None:
+        """Return every attempt of schedule (tenant, key)'s occurrence at ``scheduled_for`` that
+        is kept, first first; None when there is no such occurrence.
+
+        The occurrence row holds its last attempt (running, or the one that ended it); each
+        attempt before it that did not end it (a failure retried, a lost worker's attempt taken
+        over or reclaimed, a failed one retried by hand) was kept by the booking, claim or sweep
+        that ended it, up to `records.ATTEMPTS_KEPT` per occurrence. A pending or retrying
+        occurrence lists only those before. Attempts booked by a version before migration 10
+        were not kept: the list then starts later than 1. Removed schedules' occurrences count.
         """
 
     @abstractmethod

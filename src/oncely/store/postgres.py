@@ -263,6 +263,7 @@ class PostgresStore(PostgresConnections, SqlStore):
         fences = _bigint_array(row["fence"] for row in taken)
         ids = _bigint_array(c.occurrence_id for c in admitted)
         starts = {"ids": ids, "fences": fences, "owner": owner, "until": until, "now": now}
+        self._keep_lost(connection, admitted, now)
         self._changed(connection, "start_attempts", starts)
         reclaimed = {c.occurrence_id for c in admitted if c.reclaimed}
         rows = self._rows(connection, "select_claimed", {"ids": ids})
@@ -350,6 +351,9 @@ class PostgresStore(PostgresConnections, SqlStore):
 
     def _notify(self, connection: Any) -> None:
         connection.execute(self._sql["notify_change"])
+
+    def _keep_attempt(self, connection: Any, occurrence_id: int, outcome: str) -> None:
+        """Nothing: book_retry, reclaim and retry_failed keep the attempt in the same statement."""
 
     def _history_of_key(self, all_tenants: bool) -> str:
         # No index has the key alone: of every tenant, the schedules were read whole, 6.5 ms

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, cast
 
 from oncely.errors import ConfigurationError, InvalidSchedule, OncelyError, UnknownSchedule
 from oncely.model import (
     NO_TENANT,
+    TIMED_OUT,
     Abandoned,
     Action,
+    Attempt,
+    AttemptOutcome,
     Occurrence,
     OccurrenceOrigin,
     OccurrenceStatus,
@@ -339,6 +343,64 @@ def occurrence(values: Mapping[str, Any]) -> Occurrence:
         retry_at=_utc(values["run_after"]) if values["status"] == "retrying" else None,
         lease_expires_at=_utc(values["lease_expires_at"]),
         fence=values["fence"],
+    )
+
+
+#: The most attempts of one occurrence kept besides its row's last one. Retries bound them
+#: already (a lost attempt counts as one); this bounds an occurrence retried by hand again and
+#: again, or a job declared with a huge ``retries``: each kept attempt holds up to 8,000
+#: characters of error.
+ATTEMPTS_KEPT = 100
+
+# The statuses in which the occurrence row holds an attempt that is not kept (the last one).
+_ROW_ATTEMPT: dict[str, AttemptOutcome] = {
+    "running": "running",
+    "succeeded": "succeeded",
+    "failed": "failed",
+    "abandoned": "abandoned",
+}
+
+
+def attempts(found: Mapping[str, Any], kept: Sequence[Mapping[str, Any]]) -> list[Attempt]:
+    """The attempts of one ``select_occurrence`` row ``found``: its ``kept`` ones (rows of
+    ``select_attempts``), then the one its row holds, when it holds one not kept."""
+    listed = [
+        _attempt(
+            row["attempt"],
+            cast(AttemptOutcome, row["outcome"]),
+            row,
+            row["error"],
+        )
+        for row in kept
+    ]
+    outcome = _ROW_ATTEMPT.get(found["status"])
+    number = found["attempts"]
+    if outcome is not None and number > 0 and all(a.number != number for a in listed):
+        # The row's error is the attempt before's unless this one failed: a claim keeps it, and
+        # abandoning writes a reason instead.
+        error = found["error"] if outcome == "failed" else None
+        if outcome == "abandoned":
+            error = found["reason"]
+        last = _attempt(number, outcome, found, error)
+        if outcome == "running":
+            last = replace(last, finished_at=None, lease_expires_at=_utc(found["lease_expires_at"]))
+        listed.append(last)
+    return listed
+
+
+def _attempt(
+    number: int, outcome: AttemptOutcome, values: Mapping[str, Any], error: str | None
+) -> Attempt:
+    if outcome == "failed" and error is not None and error.startswith(TIMED_OUT):
+        outcome = "timed_out"
+    return Attempt(
+        number=number,
+        outcome=outcome,
+        started_at=_utc(values["started_at"]),
+        finished_at=_utc(values["finished_at"]),
+        worker=values["worker"],
+        fence=values["fence"],
+        error=error,
     )
 
 

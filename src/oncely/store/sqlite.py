@@ -257,6 +257,7 @@ class SqliteStore(SqliteConnections, SqlStore):
                  "now": now}
                 for n, c in enumerate(admitted)
             ]  # fmt: skip
+            self._keep_lost(connection, admitted, now)
             self._changed_each(connection, "start_attempts", starts)
             ids = json.dumps([c.occurrence_id for c in admitted])
             reclaimed = {c.occurrence_id for c in admitted if c.reclaimed}
@@ -370,6 +371,10 @@ class SqliteStore(SqliteConnections, SqlStore):
             return 0
         changed: int = connection.executemany(self._sql[name], map(_bind, params)).rowcount
         return changed
+
+    def _keep_attempt(self, connection: Any, occurrence_id: int, outcome: str) -> None:
+        params = {"id": occurrence_id, "outcome": outcome, "kept": records.ATTEMPTS_KEPT}
+        self._changed(connection, "keep_attempt", params)
 
     def _history_of_key(self, all_tenants: bool) -> str:
         return "select_history_of_key"

@@ -106,8 +106,9 @@ def schedule(app: App, tenant: str | None, key: str, *, recent: int = 60) -> dic
 
 
 def occurrence(app: App, tenant: str | None, key: str, at: datetime) -> dict[str, Any]:
-    """One occurrence: every field, the whole error, its lease, its idempotency key.
-    Raises `UnknownSchedule` when the schedule or the occurrence does not exist."""
+    """One occurrence: every field, each attempt (its worker, fence, outcome and whole error),
+    the last error, its lease, its idempotency key. Raises `UnknownSchedule` when the schedule
+    or the occurrence does not exist."""
     source = app if tenant is None else app.for_tenant(tenant)
     found = source.history(key, since=at, until=at + timedelta(microseconds=1), limit=1)
     if not found:
@@ -115,9 +116,13 @@ def occurrence(app: App, tenant: str | None, key: str, at: datetime) -> dict[str
         raise UnknownSchedule(f"schedule {key!r} has no occurrence at {at.isoformat()}")
     o = found[0]
     now = app.now()
+    attempts = app.attempts(o.key, o.scheduled_for, tenant=o.tenant)
     return {
         **_row(o, now),
         "idempotency_key": idempotency_key(o.tenant, o.key, o.scheduled_for),
+        "attempt_details": [asdict(a) for a in attempts],
+        # Booked before oncely kept each attempt, or past the most it keeps.
+        "attempts_not_kept": max(o.attempts - len(attempts), 0),
         "actions": [
             asdict(a)
             for a in app.store.actions(tenant, key, 50)

@@ -486,11 +486,40 @@ WITH booked AS (
 SELECT 1 / count(*) AS booked FROM booked;
 
 -- name: book_retry
-UPDATE oncely_occurrences
-SET status = 'retrying', run_after = %(retry_at)s, finished_at = %(now)s, error = %(error)s,
-    lease_owner = NULL, lease_expires_at = NULL
-WHERE id = %(id)s AND status = 'running' AND fence = %(fence)s
-RETURNING schedule_id;
+-- The failed attempt is kept in oncely_attempts by the same statement (the retry overwrites the
+-- row's attempt when it starts), up to kept attempts of one occurrence.
+WITH booked AS (
+    UPDATE oncely_occurrences
+    SET status = 'retrying', run_after = %(retry_at)s, finished_at = %(now)s, error = %(error)s,
+        lease_owner = NULL, lease_expires_at = NULL
+    WHERE id = %(id)s AND status = 'running' AND fence = %(fence)s
+    RETURNING id, schedule_id, attempts, started_at, finished_at, worker, fence, error
+), kept AS (
+    INSERT INTO oncely_attempts
+        (occurrence_id, attempt, outcome, started_at, finished_at, worker, fence, error)
+    SELECT id, attempts, 'failed', started_at, finished_at, worker, fence, error FROM booked
+    WHERE attempts <= %(kept)s
+    ON CONFLICT DO NOTHING
+)
+SELECT schedule_id FROM booked;
+
+-- name: keep_attempt
+-- Not used on PostgreSQL, where book_retry, reclaim and retry_failed keep the attempt they end
+-- in the same statement; it exists so that both dialects keep one set of query names.
+SELECT 1;
+
+-- name: keep_lost_attempts
+-- The attempts a claim takes over from lost workers (lease expired), kept before the claim
+-- starts the next attempt over them, up to kept attempts of one occurrence. The row's error is
+-- the attempt before's: this one booked none, so it is written here.
+INSERT INTO oncely_attempts
+    (occurrence_id, attempt, outcome, started_at, finished_at, worker, fence, error)
+SELECT id, attempts, 'lost', started_at, %(now)s, worker, fence,
+    'worker ' || coalesce(lease_owner, worker, '(unknown)') || ' was lost during attempt '
+        || attempts || ' (lease expired); another worker took the occurrence over'
+FROM oncely_occurrences
+WHERE id = ANY(%(ids)s::bigint[]) AND status = 'running' AND attempts <= %(kept)s
+ON CONFLICT DO NOTHING;
 
 -- name: book_failed
 UPDATE oncely_occurrences
@@ -654,13 +683,24 @@ FOR UPDATE OF o SKIP LOCKED;
 -- name: reclaim
 -- Conditional on what was read: still running, the same fence (NULL arm spelled out), lease
 -- still expired. A claim that took the row over in between changed all three.
-UPDATE oncely_occurrences
-SET status = %(status)s,
-    run_after = CASE WHEN %(status)s = 'retrying' THEN %(now)s ELSE run_after END,
-    finished_at = %(now)s, error = %(error)s, lease_owner = NULL, lease_expires_at = NULL
-WHERE id = %(id)s AND status = 'running' AND fence IS NOT DISTINCT FROM %(fence)s::bigint
-  AND (lease_expires_at IS NULL OR lease_expires_at <= %(now)s)
-RETURNING schedule_id;
+-- A lost attempt retried is kept in oncely_attempts by the same statement, as book_retry keeps
+-- a failed one; a failed occurrence's row keeps its last attempt itself.
+WITH reclaimed AS (
+    UPDATE oncely_occurrences
+    SET status = %(status)s,
+        run_after = CASE WHEN %(status)s = 'retrying' THEN %(now)s ELSE run_after END,
+        finished_at = %(now)s, error = %(error)s, lease_owner = NULL, lease_expires_at = NULL
+    WHERE id = %(id)s AND status = 'running' AND fence IS NOT DISTINCT FROM %(fence)s::bigint
+      AND (lease_expires_at IS NULL OR lease_expires_at <= %(now)s)
+    RETURNING id, schedule_id, status, attempts, started_at, finished_at, worker, fence, error
+), kept AS (
+    INSERT INTO oncely_attempts
+        (occurrence_id, attempt, outcome, started_at, finished_at, worker, fence, error)
+    SELECT id, attempts, 'lost', started_at, finished_at, worker, fence, error FROM reclaimed
+    WHERE status = 'retrying' AND attempts <= %(kept)s
+    ON CONFLICT DO NOTHING
+)
+SELECT schedule_id FROM reclaimed;
 
 -- name: release_claims
 -- Undoes the claim of attempts that never started. The claim set started_at, finished_at and
@@ -761,12 +801,23 @@ LIMIT %(limit)s;
 
 -- name: retry_failed
 -- A person gives a failed occurrence one more attempt; it keeps its attempts and its last error
--- until that attempt books its own outcome. Anything but failed is left alone.
-UPDATE oncely_occurrences
-SET status = 'retrying', run_after = %(now)s
-WHERE schedule_id = (SELECT id FROM oncely_schedules WHERE tenant = %(tenant)s AND key = %(key)s)
-  AND scheduled_for = %(scheduled_for)s AND status = 'failed'
-RETURNING id;
+-- until that attempt books its own outcome. Anything but failed is left alone. The failed
+-- attempt is kept in oncely_attempts by the same statement: the next one overwrites the row's.
+WITH retried AS (
+    UPDATE oncely_occurrences
+    SET status = 'retrying', run_after = %(now)s
+    WHERE schedule_id = (SELECT id FROM oncely_schedules
+                         WHERE tenant = %(tenant)s AND key = %(key)s)
+      AND scheduled_for = %(scheduled_for)s AND status = 'failed'
+    RETURNING id, attempts, started_at, finished_at, worker, fence, error
+), kept AS (
+    INSERT INTO oncely_attempts
+        (occurrence_id, attempt, outcome, started_at, finished_at, worker, fence, error)
+    SELECT id, attempts, 'failed', started_at, finished_at, worker, fence, error FROM retried
+    WHERE attempts BETWEEN 1 AND %(kept)s
+    ON CONFLICT DO NOTHING
+)
+SELECT id FROM retried;
 
 -- name: job_counts
 SELECT job, count(*) AS schedules FROM oncely_schedules WHERE status <> 'removed' GROUP BY job;
@@ -805,3 +856,17 @@ SELECT name, started_at, heartbeat_at, oncely_version, code_version
 FROM oncely_workers
 ORDER BY heartbeat_at DESC, name
 LIMIT %(limit)s;
+
+-- name: select_occurrence
+-- One occurrence of schedule (tenant, key), by the (schedule_id, scheduled_for) index.
+SELECT o.id, s.key, o.tenant, o.scheduled_for, o.status, o.attempts, o.started_at,
+    o.finished_at, o.worker, o.error, o.reason, o.lease_expires_at, o.fence
+FROM oncely_schedules s JOIN oncely_occurrences o ON o.schedule_id = s.id
+WHERE s.tenant = %(tenant)s AND s.key = %(key)s AND o.scheduled_for = %(scheduled_for)s;
+
+-- name: select_attempts
+-- The kept attempts of one occurrence (those that did not end it), first first.
+SELECT attempt, outcome, started_at, finished_at, worker, fence, error
+FROM oncely_attempts
+WHERE occurrence_id = %(id)s
+ORDER BY attempt;

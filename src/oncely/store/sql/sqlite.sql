@@ -433,6 +433,30 @@ SET status = 'retrying', run_after = :retry_at, finished_at = :now, error = :err
 WHERE id = :id AND status = 'running' AND fence = :fence
 RETURNING schedule_id;
 
+-- name: keep_attempt
+-- The attempt book_retry, reclaim (retrying) or retry_failed just ended on occurrence id, kept
+-- in oncely_attempts in the same transaction (the next attempt overwrites the row's), up to kept
+-- attempts of one occurrence. SQLite cannot insert from an UPDATE's RETURNING in one statement.
+INSERT INTO oncely_attempts
+    (occurrence_id, attempt, outcome, started_at, finished_at, worker, fence, error)
+SELECT id, attempts, :outcome, started_at, finished_at, worker, fence, error
+FROM oncely_occurrences
+WHERE id = :id AND attempts BETWEEN 1 AND :kept
+ON CONFLICT DO NOTHING;
+
+-- name: keep_lost_attempts
+-- The attempts a claim takes over from lost workers (lease expired), kept before the claim
+-- starts the next attempt over them, up to kept attempts of one occurrence. The row's error is
+-- the attempt before's: this one booked none, so it is written here.
+INSERT INTO oncely_attempts
+    (occurrence_id, attempt, outcome, started_at, finished_at, worker, fence, error)
+SELECT id, attempts, 'lost', started_at, :now, worker, fence,
+    'worker ' || coalesce(lease_owner, worker, '(unknown)') || ' was lost during attempt '
+        || attempts || ' (lease expired); another worker took the occurrence over'
+FROM oncely_occurrences
+WHERE id IN (SELECT value FROM json_each(:ids)) AND status = 'running' AND attempts <= :kept
+ON CONFLICT DO NOTHING;
+
 -- name: book_failed
 UPDATE oncely_occurrences
 SET status = 'failed', finished_at = :now, error = :error, lease_owner = NULL,
@@ -733,3 +757,17 @@ SELECT name, started_at, heartbeat_at, oncely_version, code_version
 FROM oncely_workers
 ORDER BY heartbeat_at DESC, name
 LIMIT :limit;
+
+-- name: select_occurrence
+-- One occurrence of schedule (tenant, key), by the (schedule_id, scheduled_for) index.
+SELECT o.id, s.key, o.tenant, o.scheduled_for, o.status, o.attempts, o.started_at,
+    o.finished_at, o.worker, o.error, o.reason, o.lease_expires_at, o.fence
+FROM oncely_schedules s JOIN oncely_occurrences o ON o.schedule_id = s.id
+WHERE s.tenant = :tenant AND s.key = :key AND o.scheduled_for = :scheduled_for;
+
+-- name: select_attempts
+-- The kept attempts of one occurrence (those that did not end it), first first.
+SELECT attempt, outcome, started_at, finished_at, worker, fence, error
+FROM oncely_attempts
+WHERE occurrence_id = :id
+ORDER BY attempt;
