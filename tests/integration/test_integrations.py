@@ -331,7 +331,7 @@ def test_django_oncely_run_takes_every_option_of_oncely_run_as_oncely_run_reads_
     import click
     from django.core.management.base import CommandError
 
-    from oncely.cli import run_command
+    from oncely.cli.run import run as run_command
     from oncely.integrations.django.management.commands.oncely_run import Command
 
     parser = Command().create_parser("manage.py", "oncely_run")

@@ -5,10 +5,6 @@ The console script enters through `console`. ``oncely lint [PATH]...`` with no o
 ``oncely.lint.command.run`` with the command's defaults: importing click would be most of a run
 whose output is in its manifest. Any other command line, and any usage or configuration error,
 goes through `main`.
-
-`run_command` (the click command of ``oncely run``) and `serve_worker` are what Django's
-``manage.py oncely_run`` shares with it: that command reads its options from `run_command`, so
-that an option of one is an option of both.
 """
 
 from __future__ import annotations
@@ -22,8 +18,6 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
     from oncely.cli.group import main
-    from oncely.cli.run import run as run_command
-    from oncely.cli.run import serve_worker
 
 
 def console() -> NoReturn:
@@ -75,16 +69,7 @@ def __getattr__(name: str) -> object:
         from oncely.cli.group import main
 
         return main
-    # Not `run`: importing the submodule oncely.cli.run sets that attribute to the module.
-    if name == "run_command":
-        from oncely.cli.run import run
-
-        return run
-    if name == "serve_worker":
-        from oncely.cli.run import serve_worker
-
-        return serve_worker
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["console", "main", "run_command", "serve_worker"]
+__all__ = ["console", "main"]

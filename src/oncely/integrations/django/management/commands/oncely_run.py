@@ -1,7 +1,7 @@
 """``manage.py oncely_run``: `oncely run` for the app ``settings.ONCELY_APP`` names.
 
-Its options are read from ``oncely run``'s click command (`oncely.cli.run_command`): the same
-names, defaults, checks and help, and an option added to ``oncely run`` is one of these too.
+Its options are ``oncely run``'s (`oncely.worker.run_options`): the same names, defaults, checks
+and help, and an option added to ``oncely run`` is one of these too.
 """
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ from typing import Any
 import click
 from django.core.management.base import BaseCommand, CommandError
 
-from oncely.cli import run_command, serve_worker
 from oncely.errors import OncelyError
 from oncely.integrations.django.apps import scheduler
-from oncely.worker import configure_logging
+from oncely.worker import configure_logging, run_options, serve
 
 _LOGGING = ("log_format", "log_level")
+# A context for click's conversions and checks of the options, as `oncely run` has.
+_COMMAND = click.Command("oncely_run", params=[*run_options()])
 
 
 class Command(BaseCommand):  # type: ignore[misc]  # Django ships no type information
@@ -28,8 +29,8 @@ class Command(BaseCommand):  # type: ignore[misc]  # Django ships no type inform
     )
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        context = click.Context(run_command)
-        for option in run_options():
+        context = click.Context(_COMMAND)
+        for option in _options():
             parser.add_argument(
                 *option.opts,
                 dest=option.name,
@@ -40,12 +41,12 @@ class Command(BaseCommand):  # type: ignore[misc]  # Django ships no type inform
             )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        context = click.Context(run_command)
+        context = click.Context(_COMMAND)
         chosen = {
             option.name: options[option.name]
             if option.name in options
             else option.process_value(context, option.get_default(context))
-            for option in run_options()
+            for option in _options()
             if option.name is not None
         }
         log_format, log_level = (chosen.pop(name) for name in _LOGGING)
@@ -56,14 +57,14 @@ class Command(BaseCommand):  # type: ignore[misc]  # Django ships no type inform
                 "json" if log_format == "json" else "text", getattr(logging, log_level)
             )
         try:
-            serve_worker(scheduler(), **chosen)
+            serve(scheduler(), **chosen)
         except OncelyError as exc:
             raise CommandError(str(exc)) from exc
 
 
-def run_options() -> list[click.Option]:
+def _options() -> list[click.Option]:
     """The options of ``oncely run``, in its order (its ``MODULE:APP`` is ``ONCELY_APP`` here)."""
-    return [param for param in run_command.params if isinstance(param, click.Option)]
+    return [param for param in _COMMAND.params if isinstance(param, click.Option)]
 
 
 def _reading(context: click.Context, option: click.Option) -> dict[str, Any]:
