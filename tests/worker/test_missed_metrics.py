@@ -6,8 +6,10 @@ the test says so; every count is compared with what history recorded."""
 from __future__ import annotations
 
 import threading
+import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -265,19 +267,37 @@ def test_two_workers_racing_count_each_skip_they_wrote_once(
         def minutely(run: oncely.Run) -> None:
             ran.append(run.key)
 
-    for n in range(40):
-        apps[0].schedule("minutely", oncely.every(minutes=1), key=f"user{n}")
-    clock.advance(minutes=30, seconds=30)
-    with served(apps[0]) as first, served(apps[1]) as second:
-        eventually(lambda: len(ran) == 40, timeout=30, what="the newest of each to run")
+    apps[0].schedule_many(
+        "minutely", [{"trigger": oncely.every(minutes=1), "key": f"user{n}"} for n in range(300)]
+    )
+    clock.advance(minutes=30, seconds=30)  # 19 missed of the newest 20 superseded, each
+    with _together(*apps) as (first, second):
+        eventually(lambda: len(ran) == 300, timeout=60, what="the newest of each to run")
         history = skipped(apps[0], "misfire")
-        assert history >= 40 * 19
-        eventually(
-            lambda: (
-                counted(first, "minutely", "misfire") + counted(second, "minutely", "misfire")
-                == history
-            )
-        )
+        assert history == 300 * 19
+
+        def total() -> float:
+            return counted(first, "minutely", "misfire") + counted(second, "minutely", "misfire")
+
+        eventually(lambda: total() >= history, what="both workers' counts")
+        time.sleep(0.5)  # a count over history would have come by now
+        assert total() == history
+
+
+@contextmanager
+def _together(*apps: oncely.App) -> Iterator[list[Worker]]:
+    """Workers of ``apps`` started at once, so that their first materialise races."""
+    workers = [Worker(app, http="127.0.0.1:0", wake_cap=0.1) for app in apps]
+    threads = [threading.Thread(target=w.run, daemon=True) for w in workers]
+    for thread in threads:
+        thread.start()
+    try:
+        yield workers
+    finally:
+        for worker, thread in zip(workers, threads, strict=True):
+            worker.stop()
+            thread.join(timeout=60)
+            assert not thread.is_alive(), "a worker did not stop within 60 s"
 
 
 def _claimed_late(app: oncely.App) -> list[oncely.Occurrence]:
