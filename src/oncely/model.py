@@ -5,7 +5,7 @@ Database rows are mapped to these inside `oncely.store` and never leave it as ro
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -84,6 +84,35 @@ class Materialisation:
     overlap: Overlap = "allow"
     stale_before: datetime | None = None
     stale_reason: str | None = None
+
+
+SkipCause = Literal["misfire", "overlap"]
+"""Why an occurrence was skipped, as ``oncely_occurrences_skipped_total`` labels it: ``misfire``
+(too late for its grace, or superseded by a newer occurrence under ``misfire="skip"`` or
+``"latest"``) or ``overlap`` (the previous one of its schedule had not finished)."""
+
+
+def skip_cause(reason: str) -> SkipCause:
+    """The `SkipCause` of a skipped occurrence's stored ``reason`` (each starts with it)."""
+    return "overlap" if reason.startswith("overlap:") else "misfire"
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """An occurrence of ``job`` that one store call recorded as skipped: that call wrote the row
+    (one written by another process, or there already, is not one)."""
+
+    job: str
+    cause: SkipCause
+
+
+@dataclass(frozen=True, slots=True)
+class Materialised:
+    """What `Store.materialise_many` wrote: ``new`` occurrences, and of them, or of pending ones
+    superseded, ``skipped`` (one per row)."""
+
+    new: int = 0
+    skipped: Sequence[Skipped] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +230,15 @@ class Claim:
     held_until: datetime | None = None
 
 
+class Claims(list[Claim]):
+    """The claims one `Store.claim_due` took, and the occurrences it recorded as ``skipped`` on
+    the way (overlap): a list of `Claim`, so that a caller that wants only the claims has them."""
+
+    def __init__(self, claims: Iterable[Claim] = (), skipped: Iterable[Skipped] = ()) -> None:
+        super().__init__(claims)
+        self.skipped: list[Skipped] = list(skipped)
+
+
 @dataclass(frozen=True, slots=True)
 class Abandoned:
     """An at_most_once occurrence whose worker was lost mid-call: it is never run again."""
@@ -215,12 +253,17 @@ class Abandoned:
 
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """What booking a failed attempt did: ``booked`` is False when the lease had been taken over."""
+    """What booking a failed attempt did: ``booked`` is False when the lease had been taken over.
+
+    ``paused``: its schedule is paused now; ``paused_now``: this booking paused it (pause_after
+    reached; it was not paused before).
+    """
 
     booked: bool
     final: bool
     consecutive_failures: int = 0
     paused: bool = False
+    paused_now: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -223,6 +223,8 @@ CREATE INDEX oncely_schedules_keyless_done ON public.oncely_schedules USING btre
 
 CREATE INDEX oncely_schedules_pause_ends ON public.oncely_schedules USING btree (paused_until) WHERE (paused_until IS NOT NULL);
 
+CREATE INDEX oncely_schedules_stopped ON public.oncely_schedules USING btree (job) WHERE (paused OR (status = 'invalid'::text));
+
 CREATE INDEX oncely_sweeps_finished ON public.oncely_sweeps USING btree (finished_at, id);
 
 CREATE INDEX oncely_workers_heartbeat ON public.oncely_workers USING btree (heartbeat_at);

@@ -38,6 +38,10 @@ CREATE INDEX oncely_schedules_keyless_done ON oncely_schedules (updated_at)
 CREATE INDEX oncely_schedules_pause_ends ON oncely_schedules (paused_until)
     WHERE paused_until IS NOT NULL;
 
+-- index oncely_schedules_stopped
+CREATE INDEX oncely_schedules_stopped ON oncely_schedules (job)
+    WHERE paused = 1 OR status = 'invalid';
+
 -- index oncely_sweeps_finished
 CREATE INDEX oncely_sweeps_finished ON oncely_sweeps (finished_at, id);
 

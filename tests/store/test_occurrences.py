@@ -212,8 +212,8 @@ def test_materialise_many_applies_a_batch_in_one_call(store: Store) -> None:
         for key in ("a", "b", "c")
     ]
     stale = Materialisation(None, "a", planned(0), expected_next_run_at=at(5), next_run_at=at(6))
-    assert store.materialise_many([*batch, stale], NOW) == 3
-    assert store.materialise_many(batch, NOW) == 0  # the next runs moved on: nothing twice
+    assert store.materialise_many([*batch, stale], NOW).new == 3
+    assert store.materialise_many(batch, NOW).new == 0  # the next runs moved on: nothing twice
     assert [store.get_schedule(None, k).next_run_at for k in ("a", "b", "c")] == [at(1)] * 3
 
 
@@ -230,7 +230,7 @@ def test_a_schedule_another_transaction_holds_is_skipped_not_waited_for(
     with psycopg.connect(postgres_url) as other:
         other.execute("SELECT 1 FROM oncely_schedules WHERE key = 'a' FOR UPDATE")
         started = time.monotonic()
-        assert store.materialise_many(items, NOW) == 1  # only b; a is the other's
+        assert store.materialise_many(items, NOW).new == 1  # only b; a is the other's
         assert time.monotonic() - started < 2.0
-    assert store.materialise_many(items, NOW) == 1  # a, now that it is free
+    assert store.materialise_many(items, NOW).new == 1  # a, now that it is free
     store.close()

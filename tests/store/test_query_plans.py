@@ -303,3 +303,39 @@ def test_postgres_claim_of_expired_leases_reads_only_expired_ones(postgres_url: 
         connection.rollback()
     assert "Index Cond: (lease_expires_at <= $1)" in plan, plan
     assert "Rows Removed by Filter" not in plan, plan
+
+
+def test_the_schedules_waiting_for_a_person_are_read_from_their_own_index(
+    sqlite_url: str, postgres_url: str
+) -> None:
+    """/metrics counts them on every scrape of every process: at 100,000 schedules, a few of them
+    paused, reading the schedule table would cost each scrape the whole table."""
+    with psycopg.connect(postgres_url) as connection:
+        _store_postgres_schedules(connection, 100_000, NOW)
+        connection.execute("UPDATE oncely_schedules SET paused = true WHERE id % 1000 = 0")
+        connection.execute("ANALYZE")
+        plan = "\n".join(
+            row[0]
+            for row in connection.execute(
+                f"EXPLAIN {queries('postgres')['schedule_states']}"
+            ).fetchall()
+        )
+    assert "oncely_schedules_stopped" in plan, plan
+    assert "Seq Scan" not in plan, plan
+    store = open_store(sqlite_url)
+    store.migrate(NOW)
+    store.close()
+    with sqlite3.connect(sqlite_url[len("sqlite:///") :]) as lite:
+        lite.executemany(
+            "INSERT INTO oncely_schedules (tenant, key, job, origin, trigger_kind, trigger_spec,"
+            " next_run_at, paused, created_at, updated_at)"
+            " VALUES ('', ?, 'j', 'api', 'every', ?, 1, ?, 0, 0)",
+            [(f"k{n}", SPEC, int(n % 1000 == 0)) for n in range(20_000)],
+        )
+        lite.execute("ANALYZE")
+        plan = [
+            row[3]
+            for row in lite.execute(f"EXPLAIN QUERY PLAN {queries('sqlite')['schedule_states']}")
+        ]
+    lite.close()
+    assert plan[0] == "SCAN oncely_schedules USING INDEX oncely_schedules_stopped", plan

@@ -77,3 +77,29 @@ def test_an_early_start_counts_as_no_lag() -> None:
     samples = _samples(metrics)
     assert samples[("oncely_lag_seconds_sum", (("job", "digest"),))] == 0
     assert samples[("oncely_lag_seconds_bucket", (("job", "digest"), ("le", "0.001")))] == 1
+
+
+def test_the_misses_are_counters_by_job_and_reason() -> None:
+    metrics = Metrics()
+    metrics.skipped("digest", "misfire", 3)
+    metrics.skipped("digest", "overlap")
+    metrics.paused("digest")
+    metrics.invalid("remind", 2)
+    text = metrics.render().decode()
+    for family in (
+        "oncely_occurrences_skipped_total",
+        "oncely_schedules_paused_total",
+        "oncely_schedules_invalid_total",
+    ):
+        assert f"# TYPE {family} counter\n" in text
+    samples = _samples(metrics)
+    skipped = "oncely_occurrences_skipped_total"
+    assert samples[(skipped, (("job", "digest"), ("reason", "misfire")))] == 3
+    assert samples[(skipped, (("job", "digest"), ("reason", "overlap")))] == 1
+    assert samples[("oncely_schedules_paused_total", (("job", "digest"),))] == 1
+    assert samples[("oncely_schedules_invalid_total", (("job", "remind"),))] == 2
+
+
+def test_an_unknown_skip_reason_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown skip reason 'late'"):
+        Metrics().skipped("digest", "late")

@@ -46,7 +46,8 @@ class Finished:
 
     ``error`` is None when the handler returned. Otherwise ``final`` says whether the occurrence
     fails now (Terminal, or its last attempt) and ``retry_at`` when it runs again. ``skipped``
-    is the reason an occurrence was claimed but not run.
+    is the reason an occurrence was claimed but not run. ``paused`` is set on what `Executor.book`
+    returns: booking this failure paused its schedule (pause_after).
     """
 
     claim: Claim
@@ -56,6 +57,7 @@ class Finished:
     retry_at: datetime | None = None
     exc: BaseException | None = None
     skipped: str | None = None
+    paused: bool = False
 
 
 def claim_fields(claim: Claim) -> dict[str, Any]:
@@ -173,7 +175,8 @@ class Executor:
             if finished.skipped is not None:
                 booked.append((finished, self._book_skipped(finished, finished.skipped)))
             else:
-                booked.append((finished, self._book_failure(finished)))
+                outcome, paused = self._book_failure(finished)
+                booked.append((replace(finished, paused=True) if paused else finished, outcome))
             pending.pop(0)
         return booked
 
@@ -240,7 +243,8 @@ class Executor:
         )
         return "skipped"
 
-    def _book_failure(self, finished: Finished) -> Outcome:
+    def _book_failure(self, finished: Finished) -> tuple[Outcome, bool]:
+        """Book one failure; return its outcome and whether booking it paused its schedule."""
         claim, job, exc = finished.claim, finished.job, finished.exc
         assert finished.error is not None
         booked = self.store.book_failure(
@@ -251,7 +255,7 @@ class Executor:
             pause_after=job.pause_after,
         )
         if not booked.booked:
-            return self._lost(claim)
+            return self._lost(claim), False
         where, fields = _where(claim), claim_fields(claim)
         if finished.retry_at is not None:
             log.warning(
@@ -264,7 +268,7 @@ class Executor:
                 exc_info=loggable(exc),
                 extra=fields,
             )
-            return "retrying"
+            return "retrying", False
         if isinstance(exc, Terminal):
             log.error(
                 "oncely: %s %s failed: Terminal, not retried",
@@ -295,7 +299,7 @@ class Executor:
                 claim.key,
                 extra=fields,
             )
-        return "failed"
+        return "failed", booked.paused_now
 
     def _lost(self, claim: Claim) -> Outcome:
         log.warning(

@@ -13,7 +13,7 @@ import os
 import random
 import socket
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -23,7 +23,15 @@ from oncely.engine.job import Job
 from oncely.engine.misfire import plan, superseded_by
 from oncely.engine.reconcile import Reconciler
 from oncely.errors import OncelyError, TickFailed
-from oncely.model import Claim, Materialisation, Schedule
+from oncely.model import (
+    Claim,
+    Claims,
+    Materialisation,
+    Schedule,
+    SkipCause,
+    Skipped,
+    skip_cause,
+)
 from oncely.store import Store
 
 log = logging.getLogger("oncely")
@@ -48,13 +56,22 @@ def _next_batch(batch: int, claimed: int, seconds: float) -> int:
 
 @dataclass
 class TickReport:
-    """What one tick did."""
+    """What one tick did.
+
+    ``skipped``: occurrences this tick recorded as skipped, by (job, `SkipCause`), wherever it
+    wrote them (materialising, claiming, or starting one too late); ``paused_by_job``: schedules
+    its bookings paused (pause_after); ``invalid_by_job``: schedules it stopped as invalid. Each
+    counts only what this process wrote, never what another did to the same rows.
+    """
 
     materialised: int = 0
     abandoned: int = 0
     abandoned_by_job: dict[str, int] = field(default_factory=dict)
     invalid: int = 0
     outcomes: dict[str, int] = field(default_factory=dict)
+    skipped: dict[tuple[str, SkipCause], int] = field(default_factory=dict)
+    paused_by_job: dict[str, int] = field(default_factory=dict)
+    invalid_by_job: dict[str, int] = field(default_factory=dict)
 
     @property
     def ran(self) -> int:
@@ -63,6 +80,19 @@ class TickReport:
     def count(self, outcome: str, n: int = 1) -> None:
         if n:
             self.outcomes[outcome] = self.outcomes.get(outcome, 0) + n
+
+    def skip(self, skipped: Iterable[Skipped]) -> None:
+        for one in skipped:
+            self.skipped[one.job, one.cause] = self.skipped.get((one.job, one.cause), 0) + 1
+
+    def booked(self, booked: Iterable[tuple[Finished, str]]) -> None:
+        """Count the skips and pauses of what `Executor.book` booked (not its outcomes)."""
+        for finished, outcome in booked:
+            if outcome == "skipped":
+                self.skip([Skipped(finished.job.name, skip_cause(finished.skipped or ""))])
+            if finished.paused:
+                job = finished.job.name
+                self.paused_by_job[job] = self.paused_by_job.get(job, 0) + 1
 
 
 def worker_id() -> str:
@@ -119,9 +149,10 @@ class Engine:
         _step("abandon", self._abandon, report)
         _step("materialise", lambda r: self._materialise(r, ahead_to), report)
 
-    def claim(self, limit: int, *, due_by: datetime | None = None) -> list[Claim]:
+    def claim(self, limit: int, *, due_by: datetime | None = None) -> Claims:
         """Claim up to ``limit`` occurrences of this engine's jobs due now (or by ``due_by``,
-        a moment ahead: the caller starts each at its ``run_after``) for this process.
+        a moment ahead: the caller starts each at its ``run_after``) for this process; the
+        result's ``skipped`` are the occurrences the claims recorded as skipped (overlap).
 
         Each claim's lease is its own job's: one claim per distinct lease, taking turns first so
         that no group of jobs always gets the whole limit. (One lease for all, the longest,
@@ -130,11 +161,11 @@ class Engine:
         groups = self._lease_groups()
         turn = self._turn % len(groups)
         self._turn += 1
-        claims: list[Claim] = []
+        claims = Claims()
         for lease, jobs in [*groups[turn:], *groups[:turn]]:
             if len(claims) >= limit:
                 break
-            claims += self.store.claim_due(
+            taken = self.store.claim_due(
                 owner=worker_id(),
                 lease=lease,
                 limit=limit - len(claims),
@@ -145,6 +176,8 @@ class Engine:
                 due_by=due_by,
                 skip=[job.name for job in jobs if job.overlap == "skip"],
             )
+            claims += taken
+            claims.skipped += taken.skipped
         return claims
 
     def _lease_groups(self) -> list[tuple[timedelta, list[Job]]]:
@@ -198,7 +231,9 @@ class Engine:
                     unreadable.append(schedule)
                     continue
                 batch.append(self._plan(schedule, now, until))
-            report.materialised += self.store.materialise_many(batch, now)
+            written = self.store.materialise_many(batch, now)
+            report.materialised += written.new
+            report.skip(written.skipped)
             self._stop_invalid(unreadable, now, report)
             if len(due) < _SCHEDULE_BATCH or not fresh:
                 return
@@ -209,11 +244,14 @@ class Engine:
         if not unreadable:
             return
         reasons = {(s.tenant, s.key): s.status_reason for s in unreadable}
+        jobs = {(s.tenant, s.key): s.job for s in unreadable}
         stopped = self.store.mark_invalid(
             [(s.tenant, s.key, f"invalid: {s.status_reason}") for s in unreadable], now
         )
         for tenant, key in stopped:
             report.invalid += 1
+            job = jobs[(tenant, key)]
+            report.invalid_by_job[job] = report.invalid_by_job.get(job, 0) + 1
             log.error(
                 "oncely: schedule %r stopped: its stored trigger no longer reads (%s); every "
                 "other schedule goes on. Save it again with a valid trigger to restart it",
@@ -244,7 +282,9 @@ class Engine:
 
     def _run(self, report: TickReport) -> None:
         while True:
-            claims = self._hold_no_at_most_once_waiting(self.claim(self._batch))
+            taken = self.claim(self._batch)
+            report.skip(taken.skipped)
+            claims = self._hold_no_at_most_once_waiting(taken)
             if not claims:
                 return
             started = time.monotonic()
@@ -281,8 +321,10 @@ class Engine:
         return [c for c in claims if c not in waiting]
 
     def _book(self, pending: list[Finished], report: TickReport) -> None:
-        for _, outcome in self.executor.book(pending):
+        booked = self.executor.book(pending)
+        for _, outcome in booked:
             report.count(outcome)
+        report.booked(booked)
 
     def _fresh_lease(
         self, claim: Claim, lease: timedelta, pending: list[Finished], report: TickReport

@@ -254,6 +254,11 @@ class SqlStore(Bookings):
             rows = self._rows(connection, "job_counts", {})
         return {row["job"]: row["schedules"] for row in rows}
 
+    def schedule_states(self) -> dict[tuple[str, str], int]:
+        with self._reading() as connection:
+            rows = self._rows(connection, "schedule_states", {})
+        return {(row["job"], row["state"]): row["schedules"] for row in rows}
+
     def renew_lease(self, lease: Lease, until: datetime) -> Lease | None:
         params = {**housekeeping.lease_params(lease), "until": until}
         with self._writing() as connection:

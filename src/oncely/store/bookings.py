@@ -6,7 +6,7 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from oncely.model import Abandoned, Claim, Failure, Reclaimed
+from oncely.model import Abandoned, Claim, Failure, Reclaimed, Skipped
 from oncely.store import claiming, housekeeping, records
 from oncely.store.dialect import Dialect
 
@@ -66,7 +66,12 @@ class Bookings(Dialect):
             failed = self._row(connection, "book_failed", params)
             if failed is None:
                 return Failure(booked=False, final=True)
-            count = {"schedule_id": failed["schedule_id"], "pause_after": pause_after, "now": now}
+            count = {
+                "schedule_id": failed["schedule_id"],
+                "pause_after": pause_after,
+                "now": now,
+                "was_paused": failed.get("was_paused"),
+            }
             counted = self._row(connection, "count_failure", count)
             self._notify_outcome(connection)
         assert counted is not None
@@ -75,6 +80,7 @@ class Bookings(Dialect):
             final=True,
             consecutive_failures=counted["consecutive_failures"],
             paused=bool(counted["paused"]),
+            paused_now=bool(counted["paused_now"]),
         )
 
     def release(self, claims: Sequence[Claim], now: datetime) -> int:
@@ -124,7 +130,12 @@ class Bookings(Dialect):
                 if decided.report.status == "retrying":
                     self._keep_attempt(connection, row["id"], "lost")
                 if decided.report.status == "failed":
-                    count = {"schedule_id": changed["schedule_id"], "pause_after": None, "now": now}
+                    count = {
+                        "schedule_id": changed["schedule_id"],
+                        "pause_after": None,
+                        "now": now,
+                        "was_paused": None,
+                    }
                     self._rows(connection, "count_failure", count)
                 done.append(decided.report)
             if any(r.status == "retrying" for r in done):
@@ -216,9 +227,11 @@ class Bookings(Dialect):
         reclaim: Collection[str],
         serial_jobs: Collection[str],
         skip: Collection[str],
-    ) -> list[claiming.Candidate]:
+    ) -> tuple[list[claiming.Candidate], list[Skipped]]:
         """Expired leases to rerun and occurrences of serial jobs to start, by
-        `claiming.admit_in_rounds`; overlapped ones are skipped on the way."""
+        `claiming.admit_in_rounds`; overlapped ones are skipped on the way, and returned as the
+        second item (those this claim wrote skipped: another may have started one meanwhile)."""
+        skipped: list[Skipped] = []
 
         def read(seen: Sequence[int], first: bool) -> tuple[list[claiming.Candidate], bool]:
             ready = self._candidates(
@@ -248,7 +261,9 @@ class Bookings(Dialect):
                     "reason": claiming.OVERLAP_SKIP_REASON,
                     "now": now,
                 }
-                self._changed(connection, "skip_overlapped", skipping)
+                written = self._rows(connection, "skip_overlapped", skipping)
+                jobs = {c.occurrence_id: c.job for c in overlapped}
+                skipped.extend(Skipped(jobs[row["id"]], "overlap") for row in written)
             return candidates, busy
 
-        return claiming.admit_in_rounds(limit, serial_jobs, read, settle)
+        return claiming.admit_in_rounds(limit, serial_jobs, read, settle), skipped

@@ -13,10 +13,12 @@ from oncely.model import (
     Action,
     Attempt,
     Claim,
+    Claims,
     CodeVersion,
     Failure,
     Lease,
     Materialisation,
+    Materialised,
     Occurrence,
     OccurrenceStatus,
     Overlap,
@@ -210,17 +212,23 @@ class Store(ABC):
         `StoreUnavailable`.
         """
         item = Materialisation(tenant, key, planned, expected_next_run_at, next_run_at, overlap)
-        return self.materialise_many([item], now)
+        return self.materialise_many([item], now).new
 
     @abstractmethod
-    def materialise_many(self, batch: Sequence[Materialisation], now: datetime) -> int:
+    def materialise_many(self, batch: Sequence[Materialisation], now: datetime) -> Materialised:
         """Apply each item of ``batch`` as `materialise` does, all in one transaction.
 
         One commit for many schedules: a worker materialising a thousand every-second schedules
         spent most of each second on a commit per schedule. On PostgreSQL a schedule whose row
         another process holds locked (materialising it at this moment) is left to that process
         (SKIP LOCKED), instead of waiting for it to find the next run already moved. Returns how
-        many occurrences were new. Raises `StoreUnavailable`.
+        many occurrences were new, and one `Skipped` for each occurrence this call recorded as
+        skipped: a new one planned skipped (misfire) or turned skipped by ``overlap``, and a
+        pending one superseded by ``stale_before`` (misfire). Only rows this call wrote: of two
+        processes materialising the same schedule only the one that moved its next run on
+        writes, and an occurrence already recorded is left as it is and not returned. Round
+        trips stay those of the writes themselves (RETURNING, or SQLite's change count). Raises
+        `StoreUnavailable`.
         """
 
     @abstractmethod
@@ -278,7 +286,7 @@ class Store(ABC):
         serial: Collection[str],
         due_by: datetime | None = None,
         skip: Collection[str] = (),
-    ) -> list[Claim]:
+    ) -> Claims:
         """Claim up to ``limit`` occurrences to run, each under a lease until ``now + lease``.
 
         Qualify: occurrences of ``jobs`` that are pending or retrying with ``run_after <= due_by``
@@ -296,7 +304,9 @@ class Store(ABC):
         increments the attempt count and takes a fence greater than every earlier one on its
         schedule. Two claimers never take the same occurrence (SKIP LOCKED on PostgreSQL, the
         write lock on SQLite). A claim whose stored payload does not decode carries an
-        `Unreadable` payload, never an error: the caller fails that one. Raises
+        `Unreadable` payload, never an error: the caller fails that one. Returns the claims as
+        `Claims`, whose ``skipped`` has one `Skipped` (overlap) for each occurrence this call
+        booked skipped (not one another claimer skipped or started first). Raises
         `StoreUnavailable`.
         """
 
@@ -360,8 +370,10 @@ class Store(ABC):
         """Record ``claim``'s attempt as failed: ``retrying`` from ``retry_at``, or ``failed``.
 
         ``retry_at=None`` makes the failure final: the schedule's consecutive-failure count goes up
-        and, when ``pause_after`` is not None and the count reaches it, the schedule is paused.
-        Conditional on the fence like `book_success`: one attempt books one failure.
+        and, when ``pause_after`` is not None and the count reaches it, the schedule is paused
+        (`Failure.paused_now` when this call paused it, in the same statement: a schedule
+        already paused is not paused again). Conditional on the fence like `book_success`: one
+        attempt books one failure.
         """
 
     @abstractmethod
@@ -466,6 +478,15 @@ class Store(ABC):
     def job_counts(self) -> dict[str, int]:
         """Return how many schedules (of every tenant, not removed) run each job, by job name;
         a job no schedule runs is not in it."""
+
+    @abstractmethod
+    def schedule_states(self) -> dict[tuple[str, str], int]:
+        """Return how many schedules (of every tenant) wait for a person, by (job, state): state
+        ``invalid`` (stopped: its stored trigger no longer reads), ``paused_failing`` (paused,
+        with failed occurrences since its last success: what ``pause_after`` leaves, or a
+        failing schedule paused by hand) or ``paused`` (any other pause). Removed and ended
+        schedules are not counted; a pair with none is not in it. Reads a partial index of
+        these schedules only, whatever the number of schedules. Raises `StoreUnavailable`."""
 
     @abstractmethod
     def retry_failed(

@@ -12,7 +12,17 @@ import psycopg
 from psycopg.conninfo import make_conninfo
 
 from oncely.errors import StoreUnavailable
-from oncely.model import Claim, Lease, Materialisation, Saving, Schedule
+from oncely.model import (
+    Claim,
+    Claims,
+    Lease,
+    Materialisation,
+    Materialised,
+    Saving,
+    Schedule,
+    Skipped,
+    skip_cause,
+)
 from oncely.store import claiming, housekeeping, records
 from oncely.store.base import Item, SqlStore
 from oncely.store.dialect import Row
@@ -114,9 +124,9 @@ class PostgresStore(PostgresConnections, SqlStore):
             index: records.saved(values[p["tenant"], p["key"]], item) for index, item, p in chunk
         }
 
-    def materialise_many(self, batch: Sequence[Materialisation], now: datetime) -> int:
+    def materialise_many(self, batch: Sequence[Materialisation], now: datetime) -> Materialised:
         if not batch:
-            return 0
+            return Materialised()
         with self._connect() as connection:
             wanted = {
                 "tenants": [tenant_column(item.tenant) for item in batch],
@@ -129,7 +139,7 @@ class PostgresStore(PostgresConnections, SqlStore):
             }
             mine = [item for item in batch if (tenant_column(item.tenant), item.key) in locked]
             if not mine:
-                return 0
+                return Materialised()
             # Three pipelined round trips for the whole batch, not three per schedule: a
             # thousand schedules due on one second took a worker most of that second.
             advance = [
@@ -143,19 +153,24 @@ class PostgresStore(PostgresConnections, SqlStore):
                 for item in mine
             ]
             advanced = [
-                (item, row["id"])
+                (item, row["id"], row["job"])
                 for item, row in zip(mine, _each_row(connection, self._sql["advance_schedule"],
                                                      advance), strict=True)
                 if row is not None and item.planned
             ]  # fmt: skip
             stale = [
-                {"schedule_id": sid, "before": item.stale_before, "reason": item.stale_reason,
-                 "now": now}
-                for item, sid in advanced
+                ({"schedule_id": sid, "before": item.stale_before, "reason": item.stale_reason,
+                  "now": now}, job)
+                for item, sid, job in advanced
                 if item.stale_before is not None
             ]  # fmt: skip
-            self._changed_each(connection, "supersede_stale", stale)
-            serial = [(item, sid) for item, sid in advanced if item.overlap != "allow"]
+            superseded = _each_row(connection, self._sql["supersede_stale"], [p for p, _ in stale])
+            skipped = [
+                Skipped(job, "misfire")
+                for (_, job), row in zip(stale, superseded, strict=True)
+                for _ in range(row["superseded"] if row is not None else 0)
+            ]
+            serial = [(item, sid) for item, sid, _ in advanced if item.overlap != "allow"]
             counts = dict(
                 zip(
                     (sid for _, sid in serial),
@@ -167,8 +182,8 @@ class PostgresStore(PostgresConnections, SqlStore):
                     strict=True,
                 )
             )
-            rows = []
-            for item, schedule_id in advanced:
+            rows, jobs = [], []
+            for item, schedule_id, job in advanced:
                 planned = item.planned
                 found = counts.get(schedule_id)
                 if found is not None:
@@ -177,7 +192,16 @@ class PostgresStore(PostgresConnections, SqlStore):
                     )
                 stored_tenant = tenant_column(item.tenant)
                 rows += [occurrence_params(schedule_id, stored_tenant, p, now) for p in planned]
-            return self._changed_each(connection, "insert_occurrence", rows)
+                jobs += [job] * len(planned)
+            # One result per row, in the same pipelined round trip: only what this worker wrote
+            # counts (another may have written the same occurrence first).
+            written = _each_row(connection, self._sql["insert_occurrence"], rows)
+            skipped += [
+                Skipped(job, skip_cause(row["reason"] or ""))
+                for job, row in zip(jobs, written, strict=True)
+                if row is not None and row["status"] == "skipped"
+            ]
+            return Materialised(sum(row is not None for row in written), skipped)
 
     def mark_invalid(
         self, schedules: Sequence[tuple[str | None, str, str]], now: datetime
@@ -215,18 +239,17 @@ class PostgresStore(PostgresConnections, SqlStore):
         serial: Collection[str],
         due_by: datetime | None = None,
         skip: Collection[str] = (),
-    ) -> list[Claim]:
+    ) -> Claims:
         if limit <= 0 or not jobs:
-            return []
+            return Claims()
         due = now if due_by is None else max(due_by, now)
         free = sorted(set(jobs) - set(serial))
         serial_jobs = sorted(set(jobs) & set(serial))
         until = now + lease
         with self._connect() as connection:
             connection.execute(self._sql["prefer_ordered_scans"])
-            claims = self._claim_locked(
-                connection, owner, until, limit, now, due, reclaim, serial_jobs, skip
-            )
+            admitted, skipped = self._admit(connection, now, due, limit, reclaim, serial_jobs, skip)
+            claims = Claims(self._claim_admitted(connection, owner, until, now, admitted), skipped)
             if free and len(claims) < limit:
                 params = {
                     "jobs": free,
@@ -243,20 +266,16 @@ class PostgresStore(PostgresConnections, SqlStore):
                 )
         return claims
 
-    def _claim_locked(
+    def _claim_admitted(
         self,
         connection: Connection,
         owner: str,
         until: datetime,
-        limit: int,
         now: datetime,
-        due: datetime,
-        reclaim: Collection[str],
-        serial_jobs: Collection[str],
-        skip: Collection[str],
+        admitted: list[claiming.Candidate],
     ) -> list[Claim]:
-        """Claim expired leases to rerun and occurrences of serial jobs, schedules locked."""
-        admitted = self._admit(connection, now, due, limit, reclaim, serial_jobs, skip)
+        """Claim the ``admitted`` expired leases to rerun and occurrences of serial jobs, their
+        schedules locked."""
         if not admitted:
             return []
         taken = self._rows(connection, "take_fences", {"count": len(admitted)})

@@ -11,7 +11,17 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from oncely.errors import TransactionTooLong
-from oncely.model import Claim, Lease, Materialisation, Saving, Schedule
+from oncely.model import (
+    Claim,
+    Claims,
+    Lease,
+    Materialisation,
+    Materialised,
+    Saving,
+    Schedule,
+    Skipped,
+    skip_cause,
+)
 from oncely.store import claiming, housekeeping, payloads, records
 from oncely.store.base import Item, SqlStore
 from oncely.store.dialect import Row
@@ -166,15 +176,20 @@ class SqliteStore(SqliteConnections, SqlStore):
             )
         return [records.saved(values[p["tenant"], p["key"]], item) for _, item, p in chunk]
 
-    def materialise_many(self, batch: Sequence[Materialisation], now: datetime) -> int:
+    def materialise_many(self, batch: Sequence[Materialisation], now: datetime) -> Materialised:
         if not batch:
-            return 0
+            return Materialised()
+        new, skipped = 0, list[Skipped]()
         with self._write() as connection:
-            return sum(self._materialise_one(connection, item, now) for item in batch)
+            for item in batch:
+                done = self._materialise_one(connection, item, now)
+                new += done.new
+                skipped += done.skipped
+        return Materialised(new, skipped)
 
     def _materialise_one(
         self, connection: sqlite3.Connection, item: Materialisation, now: datetime
-    ) -> int:
+    ) -> Materialised:
         stored_tenant = tenant_column(item.tenant)
         advance = {
             "tenant": stored_tenant,
@@ -185,21 +200,35 @@ class SqliteStore(SqliteConnections, SqlStore):
         }
         row = self._row(connection, "advance_schedule", advance)
         if row is None or not item.planned:
-            return 0
-        schedule_id = row["id"]
+            return Materialised()
+        schedule_id, job = row["id"], row["job"]
         planned = item.planned
+        skipped: list[Skipped] = []
         if item.stale_before is not None:
             stale = {"schedule_id": schedule_id, "before": item.stale_before,
                      "reason": item.stale_reason, "now": now}  # fmt: skip
-            self._changed(connection, "supersede_stale", stale)
+            superseded = self._changed(connection, "supersede_stale", stale)
+            skipped += [Skipped(job, "misfire")] * superseded
         if item.overlap != "allow":
             counts = self._row(connection, "in_progress", {"schedule_id": schedule_id})
             assert counts is not None
             planned = claiming.with_overlap(
                 planned, item.overlap, counts["waiting"], counts["running"], now
             )
-        rows = [occurrence_params(schedule_id, stored_tenant, p, now) for p in planned]
-        return self._changed_each(connection, "insert_occurrence", rows)
+        new = 0
+        # Skipped ones one at a time, each with its own change count: only what this call wrote
+        # counts (one there already is left as it is). They are the older ones, written first;
+        # the pending ones stay one executemany.
+        for p in planned:
+            if p.status == "skipped":
+                params = occurrence_params(schedule_id, stored_tenant, p, now)
+                if self._changed(connection, "insert_occurrence", params):
+                    new += 1
+                    skipped.append(Skipped(job, skip_cause(p.reason or "")))
+        pending = [p for p in planned if p.status == "pending"]
+        rows = [occurrence_params(schedule_id, stored_tenant, p, now) for p in pending]
+        new += self._changed_each(connection, "insert_occurrence", rows)
+        return Materialised(new, skipped)
 
     def mark_invalid(
         self, schedules: Sequence[tuple[str | None, str, str]], now: datetime
@@ -235,20 +264,20 @@ class SqliteStore(SqliteConnections, SqlStore):
         serial: Collection[str],
         due_by: datetime | None = None,
         skip: Collection[str] = (),
-    ) -> list[Claim]:
+    ) -> Claims:
         if limit <= 0 or not jobs:
-            return []
+            return Claims()
         due = now if due_by is None else max(due_by, now)
         serial_jobs = set(jobs) & set(serial)
         with self._write() as connection:
-            admitted = self._admit(connection, now, due, limit, reclaim, serial_jobs, skip)
+            admitted, skipped = self._admit(connection, now, due, limit, reclaim, serial_jobs, skip)
             if len(admitted) < limit:
                 free = set(jobs) - serial_jobs
                 admitted += self._candidates(
                     connection, "claim_free", free, now, due, limit - len(admitted), False
                 )
             if not admitted:
-                return []
+                return Claims(skipped=skipped)
             taken = self._row(connection, "take_fences", {"count": len(admitted)})
             assert taken is not None
             first = taken["fence"] - len(admitted) + 1
@@ -262,7 +291,7 @@ class SqliteStore(SqliteConnections, SqlStore):
             ids = json.dumps([c.occurrence_id for c in admitted])
             reclaimed = {c.occurrence_id for c in admitted if c.reclaimed}
             rows = self._rows(connection, "select_claimed", {"ids": ids})
-        return [claiming.claim(row, reclaimed) for row in rows]
+        return Claims((claiming.claim(row, reclaimed) for row in rows), skipped)
 
     def _held(
         self, connection: Any, candidates: list[claiming.Candidate], schedule_ids: list[int]

@@ -136,6 +136,7 @@ class Cycle:
             self._engine().prepare(report, ahead_to=ahead_to)
             for job, count in report.abandoned_by_job.items():
                 self._metrics.outcome(job, "abandoned", count)
+            self._metrics.missed(report)
             self._prepared_at = time.monotonic()
             self._ahead_to = ahead_to
         self.step = (time.monotonic(), "claiming")
@@ -252,6 +253,8 @@ class Cycle:
             self._more_waiting = True
             return
         claims = self._engine().claim(capacity, due_by=ahead_to)
+        for skipped in claims.skipped:
+            self._metrics.skipped(skipped.job, skipped.cause)
         self._more_waiting = len(claims) == capacity
         reclaimed = sum(1 for claim in claims if claim.reclaimed)
         if reclaimed:
@@ -334,4 +337,7 @@ class Cycle:
         counts = Counter((finished.job.name, outcome) for finished, outcome in booked)
         for (job, outcome), n in counts.items():
             self._metrics.outcome(job, outcome, n)
+        missed = TickReport()
+        missed.booked(booked)
+        self._metrics.missed(missed)
         return len(booked)

@@ -29,6 +29,7 @@ from oncely.worker.metrics import Metrics
 from oncely.worker.outage import Outage
 from oncely.worker.parts import Assembles
 from oncely.worker.pool import HandlerPool, Shared
+from oncely.worker.schedule_states import Reading, ScheduleStates
 from oncely.worker.server import HttpServer, parse_address
 from oncely.worker.shutdown import Signals, leave_running, release_waiting
 from oncely.worker.wakeups import ChangeChannel, Wake
@@ -130,6 +131,7 @@ class Worker:
         self._changes = ChangeChannel(lambda: self.store, self._on_change, wake_cap=wake_cap)
         self._signals = Signals(self.stop, lambda: self._stopping)
         self.metrics.in_flight_from(lambda: self.in_flight)
+        self.metrics.schedules_from(ScheduleStates(self._schedule_states))
         self.health.stuck_from(lambda: (self._pool.stuck(), self.concurrency))
 
     @property
@@ -153,6 +155,11 @@ class Worker:
     @property
     def store(self) -> Store:
         return self.engine.store
+
+    def _schedule_states(self) -> Reading | None:
+        # Never opens the engine: a scrape is no reason to connect and migrate.
+        engine = self._engine
+        return None if engine is None else engine.store.schedule_states()
 
     # --- control -----------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ registration of a name in the global registry raises.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -17,6 +18,10 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
+
+if TYPE_CHECKING:
+    from oncely.engine import TickReport
+    from oncely.worker.schedule_states import ScheduleStates
 
 OUTCOMES = frozenset(
     {
@@ -32,6 +37,9 @@ OUTCOMES = frozenset(
     }
 )
 """The ``status`` label values of ``oncely_occurrences_total``."""
+
+SKIP_CAUSES = frozenset({"misfire", "overlap"})
+"""The ``reason`` label values of ``oncely_occurrences_skipped_total``."""
 
 BUCKETS_S = (
     0.001,
@@ -59,8 +67,13 @@ class Metrics:
     """Counters, histograms and a gauge of what this worker did, rendered for `/metrics`.
 
     Families: ``oncely_occurrences_total{job,status}`` (outcomes booked by this worker),
-    ``oncely_lag_seconds{job}`` (due time to start), ``oncely_tick_duration_seconds``,
-    ``oncely_tick_failures_total``, ``oncely_leases_reclaimed_total``, ``oncely_in_flight``.
+    ``oncely_occurrences_skipped_total{job,reason}`` (occurrences this worker recorded as
+    skipped, wherever: materialising, claiming or starting), ``oncely_schedules_paused_total{job}``
+    and ``oncely_schedules_invalid_total{job}`` (schedules this worker paused by pause_after or
+    stopped as invalid), ``oncely_lag_seconds{job}`` (due time to start),
+    ``oncely_tick_duration_seconds``, ``oncely_tick_failures_total``,
+    ``oncely_leases_reclaimed_total``, ``oncely_in_flight``; and, once `schedules_from` gave it
+    a reading, ``oncely_schedules{job,state}`` (read from the store: see `ScheduleStates`).
     Safe to call from several threads (prometheus_client locks each value).
     """
 
@@ -73,6 +86,24 @@ class Metrics:
             "oncely_occurrences_total",
             "Occurrence outcomes booked by this worker.",
             ("job", "status"),
+            registry=self.registry,
+        )
+        self._skipped = Counter(
+            "oncely_occurrences_skipped_total",
+            "Occurrences this worker recorded as skipped, by reason: misfire or overlap.",
+            ("job", "reason"),
+            registry=self.registry,
+        )
+        self._paused = Counter(
+            "oncely_schedules_paused_total",
+            "Schedules this worker paused after pause_after consecutive failed occurrences.",
+            ("job",),
+            registry=self.registry,
+        )
+        self._invalid = Counter(
+            "oncely_schedules_invalid_total",
+            "Schedules this worker stopped as invalid: their stored trigger no longer reads.",
+            ("job",),
             registry=self.registry,
         )
         self._lag = Histogram(
@@ -113,6 +144,36 @@ class Metrics:
         if status not in OUTCOMES:
             raise ValueError(f"unknown outcome {status!r}; expected one of {sorted(OUTCOMES)}")
         self._occurrences.labels(job=job, status=status).inc(n)
+
+    def skipped(self, job: str, reason: str, n: int = 1) -> None:
+        """Count ``n`` occurrences of ``job`` recorded as skipped for ``reason`` (one of
+        `SKIP_CAUSES`); raises ValueError for another reason, as `outcome` does."""
+        if reason not in SKIP_CAUSES:
+            raise ValueError(
+                f"unknown skip reason {reason!r}; expected one of {sorted(SKIP_CAUSES)}"
+            )
+        self._skipped.labels(job=job, reason=reason).inc(n)
+
+    def paused(self, job: str, n: int = 1) -> None:
+        """Count ``n`` schedules of ``job`` paused by pause_after."""
+        self._paused.labels(job=job).inc(n)
+
+    def invalid(self, job: str, n: int = 1) -> None:
+        """Count ``n`` schedules of ``job`` stopped as invalid."""
+        self._invalid.labels(job=job).inc(n)
+
+    def missed(self, report: TickReport) -> None:
+        """Count the skips, pauses and invalid schedules of ``report``."""
+        for (job, reason), n in report.skipped.items():
+            self.skipped(job, reason, n)
+        for job, n in report.paused_by_job.items():
+            self.paused(job, n)
+        for job, n in report.invalid_by_job.items():
+            self.invalid(job, n)
+
+    def schedules_from(self, states: ScheduleStates) -> None:
+        """Serve ``oncely_schedules{job,state}`` from ``states``, read when scraped."""
+        self.registry.register(states)
 
     def lag(self, job: str, seconds: float) -> None:
         """Observe the lag of one attempt of ``job``; a negative lag (early start) counts as 0."""

@@ -143,7 +143,7 @@ SET next_run_at = %(next_run_at)s::timestamptz,
     updated_at = %(now)s
 WHERE tenant = %(tenant)s AND key = %(key)s AND status = 'active'
   AND next_run_at IS NOT DISTINCT FROM %(expected)s::timestamptz
-RETURNING id;
+RETURNING id, job;
 
 -- name: insert_occurrence
 -- Exactly once is the UNIQUE (schedule_id, scheduled_for) constraint: a second insert of the same
@@ -166,7 +166,10 @@ ON CONFLICT (schedule_id, scheduled_for) DO UPDATE SET
 WHERE oncely_occurrences.status = 'skipped'
   AND ((oncely_occurrences.attempts = 0 AND oncely_occurrences.started_at IS NULL
         AND oncely_occurrences.reason LIKE 'superseded:%%')
-       OR oncely_occurrences.reason LIKE 'unscheduled:%%');
+       OR oncely_occurrences.reason LIKE 'unscheduled:%%')
+-- What this statement wrote (nothing when the row was there already): a worker counts the
+-- skipped occurrences it recorded, and two workers writing the same one must not both count it.
+RETURNING status, reason;
 
 -- name: next_schedule_due
 -- The earliest next run of an active, unpaused schedule, or end of a pause (a wake-up time too),
@@ -286,11 +289,17 @@ LIMIT %(limit)s;
 -- 'skip' and 'latest'. Left pending, the one written just before every worker stopped ran (or
 -- was skipped as too late) instead of the newest. One that waits for a running one (overlap
 -- 'buffer_one') is not stale: it runs next.
-UPDATE oncely_occurrences SET status = 'skipped', reason = %(reason)s, finished_at = %(now)s
-WHERE schedule_id = %(schedule_id)s AND status = 'pending' AND origin = 'schedule'
-  AND attempts = 0 AND scheduled_for < %(before)s
-  AND NOT EXISTS (SELECT 1 FROM oncely_occurrences r
-                  WHERE r.schedule_id = %(schedule_id)s AND r.status IN ('running', 'retrying'));
+-- How many it skipped is its one row: the batch's statements are pipelined, one result each.
+WITH superseded AS (
+    UPDATE oncely_occurrences SET status = 'skipped', reason = %(reason)s, finished_at = %(now)s
+    WHERE schedule_id = %(schedule_id)s AND status = 'pending' AND origin = 'schedule'
+      AND attempts = 0 AND scheduled_for < %(before)s
+      AND NOT EXISTS (SELECT 1 FROM oncely_occurrences r
+                      WHERE r.schedule_id = %(schedule_id)s
+                        AND r.status IN ('running', 'retrying'))
+    RETURNING 1
+)
+SELECT count(*) AS superseded FROM superseded;
 
 -- name: in_progress
 -- How many occurrences of a schedule wait (pending) and how many run or wait to retry.
@@ -399,7 +408,8 @@ FOR UPDATE SKIP LOCKED;
 -- Occurrences materialised ahead of their time whose schedule still ran another when they came
 -- due (overlap='skip'): skipped with the reason, as materialising at their time would have.
 UPDATE oncely_occurrences SET status = 'skipped', reason = %(reason)s, finished_at = %(now)s
-WHERE id = ANY(%(ids)s::bigint[]) AND status = 'pending';
+WHERE id = ANY(%(ids)s::bigint[]) AND status = 'pending'
+RETURNING id;
 
 -- name: busy_schedules
 -- Schedules with an occurrence running under a live lease (an expired one is being reclaimed).
@@ -542,7 +552,13 @@ UPDATE oncely_schedules SET consecutive_failures = 0
 WHERE id = ANY(%(ids)s::bigint[]) AND consecutive_failures <> 0;
 
 -- name: count_failure
--- pause_after's NULL arm is spelled out: no limit never pauses.
+-- pause_after's NULL arm is spelled out: no limit never pauses. ``paused_now``: this statement
+-- paused it (it was not paused before), read from the row locked first: RETURNING sees only the
+-- new values, and a pause counted from them counted the failures of a paused schedule again.
+WITH before AS (
+    SELECT id AS locked_id, paused AS was_paused FROM oncely_schedules
+    WHERE id = %(schedule_id)s FOR UPDATE
+)
 UPDATE oncely_schedules
 SET consecutive_failures = consecutive_failures + 1,
     paused = paused OR (%(pause_after)s::integer IS NOT NULL
@@ -558,8 +574,9 @@ SET consecutive_failures = consecutive_failures + 1,
              AND consecutive_failures + 1 >= %(pause_after)s::integer
         THEN NULL ELSE paused_until END,
     updated_at = %(now)s
-WHERE id = %(schedule_id)s
-RETURNING consecutive_failures, paused;
+FROM before
+WHERE id = locked_id
+RETURNING consecutive_failures, paused, paused AND NOT was_paused AS paused_now;
 
 -- name: prefer_ordered_scans
 -- Claims read the claimable index in order and stop after LIMIT rows. Right after a burst is
@@ -818,6 +835,21 @@ WITH retried AS (
     ON CONFLICT DO NOTHING
 )
 SELECT id FROM retried;
+
+-- name: schedule_states
+-- The schedules that wait for a person, by job: paused ones (``paused_failing``: with failed
+-- occurrences since their last success, as pause_after leaves them) and invalid ones. Read from
+-- the partial index oncely_schedules_stopped, whose condition is repeated here word for word (so
+-- the planner can use it): a handful of rows, never the schedule table. A removed or ended
+-- schedule is not waiting for anyone, paused or not.
+SELECT job,
+    CASE WHEN status = 'invalid' THEN 'invalid'
+         WHEN consecutive_failures > 0 THEN 'paused_failing'
+         ELSE 'paused' END AS state,
+    count(*) AS schedules
+FROM oncely_schedules
+WHERE (paused OR status = 'invalid') AND status IN ('active', 'invalid')
+GROUP BY 1, 2;
 
 -- name: job_counts
 SELECT job, count(*) AS schedules FROM oncely_schedules WHERE status <> 'removed' GROUP BY job;

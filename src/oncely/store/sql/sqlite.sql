@@ -114,7 +114,7 @@ SET next_run_at = :next_run_at,
     status = CASE WHEN :next_run_at IS NULL THEN 'ended' ELSE status END,
     updated_at = :now
 WHERE tenant = :tenant AND key = :key AND status = 'active' AND next_run_at IS :expected
-RETURNING id;
+RETURNING id, job;
 
 -- name: insert_occurrence
 -- Exactly once is the UNIQUE (schedule_id, scheduled_for) constraint: a second insert of the same
@@ -343,7 +343,8 @@ SELECT id FROM oncely_schedules WHERE id IN (SELECT value FROM json_each(:ids)) 
 -- Occurrences materialised ahead of their time whose schedule still ran another when they came
 -- due (overlap='skip'): skipped with the reason, as materialising at their time would have.
 UPDATE oncely_occurrences SET status = 'skipped', reason = :reason, finished_at = :now
-WHERE id IN (SELECT value FROM json_each(:ids)) AND status = 'pending';
+WHERE id IN (SELECT value FROM json_each(:ids)) AND status = 'pending'
+RETURNING id;
 
 -- name: busy_schedules
 -- Schedules with an occurrence running under a live lease (an expired one is being reclaimed).
@@ -458,11 +459,15 @@ WHERE id IN (SELECT value FROM json_each(:ids)) AND status = 'running' AND attem
 ON CONFLICT DO NOTHING;
 
 -- name: book_failed
+-- ``was_paused``: the schedule's paused flag before count_failure, which reads only its own new
+-- values (the write lock is held: nothing changes it in between).
 UPDATE oncely_occurrences
 SET status = 'failed', finished_at = :now, error = :error, lease_owner = NULL,
     lease_expires_at = NULL
 WHERE id = :id AND status = 'running' AND fence = :fence
-RETURNING schedule_id;
+RETURNING schedule_id,
+    (SELECT paused FROM oncely_schedules s WHERE s.id = oncely_occurrences.schedule_id)
+        AS was_paused;
 
 -- name: book_skipped
 -- A claimed occurrence that is not run after all (claimed too late for its misfire policy):
@@ -478,7 +483,9 @@ UPDATE oncely_schedules SET consecutive_failures = 0
 WHERE id IN (SELECT value FROM json_each(:ids)) AND consecutive_failures <> 0;
 
 -- name: count_failure
--- pause_after's NULL arm is spelled out: no limit never pauses.
+-- pause_after's NULL arm is spelled out: no limit never pauses. ``paused_now``: this statement
+-- paused it; ``was_paused`` is its flag before (from book_failed; NULL: not known, never a pause
+-- of this statement's): RETURNING sees only the new values.
 UPDATE oncely_schedules
 SET consecutive_failures = consecutive_failures + 1,
     paused = paused OR (:pause_after IS NOT NULL AND consecutive_failures + 1 >= :pause_after),
@@ -492,7 +499,7 @@ SET consecutive_failures = consecutive_failures + 1,
         THEN NULL ELSE paused_until END,
     updated_at = :now
 WHERE id = :schedule_id
-RETURNING consecutive_failures, paused;
+RETURNING consecutive_failures, paused, coalesce(paused = 1 AND :was_paused = 0, 0) AS paused_now;
 
 -- name: prefer_ordered_scans
 -- Not used on SQLite, whose planner reads the claimable index in order already; it exists so
@@ -719,6 +726,21 @@ SET status = 'retrying', run_after = :now
 WHERE schedule_id = (SELECT id FROM oncely_schedules WHERE tenant = :tenant AND key = :key)
   AND scheduled_for = :scheduled_for AND status = 'failed'
 RETURNING id;
+
+-- name: schedule_states
+-- The schedules that wait for a person, by job: paused ones (``paused_failing``: with failed
+-- occurrences since their last success, as pause_after leaves them) and invalid ones. Read from
+-- the partial index oncely_schedules_stopped, whose condition is repeated here word for word (so
+-- the planner can use it): a handful of rows, never the schedule table. A removed or ended
+-- schedule is not waiting for anyone, paused or not.
+SELECT job,
+    CASE WHEN status = 'invalid' THEN 'invalid'
+         WHEN consecutive_failures > 0 THEN 'paused_failing'
+         ELSE 'paused' END AS state,
+    count(*) AS schedules
+FROM oncely_schedules
+WHERE (paused = 1 OR status = 'invalid') AND status IN ('active', 'invalid')
+GROUP BY 1, 2;
 
 -- name: job_counts
 SELECT job, count(*) AS schedules FROM oncely_schedules WHERE status <> 'removed' GROUP BY job;
