@@ -172,7 +172,9 @@ def test_300_idle_connections_are_capped_timed_out_and_healthz_answers(health: H
         idle = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(300)]
         try:
             time.sleep(0.5)
-            assert threading.active_count() - before <= module.MAX_CLIENTS
+            # A bound of its own, not MAX_CLIENTS: raised to 100,000, that one passed with a
+            # thread for each of the 300.
+            assert threading.active_count() - before <= 64
             began = time.monotonic()
             while True:  # the capped slots free up when their idle clients time out
                 try:
