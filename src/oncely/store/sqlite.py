@@ -160,7 +160,7 @@ class SqliteStore(SqliteConnections, SqlStore):
         )
         values = {(found["tenant"], found["key"]): found for found in upserted}
         if occurrences:
-            planned = [records.saved_occurrence(s, p, to_micros) for s, p in occurrences]
+            planned = records.saved_occurrences(occurrences, to_micros)
             self._changed(
                 connection, "insert_saved_occurrences", {"rows": json.dumps(planned), "now": stamp}
             )
