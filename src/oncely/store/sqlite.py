@@ -40,6 +40,10 @@ def to_micros(t: datetime) -> int:
     return (t - _EPOCH) // timedelta(microseconds=1)
 
 
+def _micros(t: datetime | None) -> int | None:
+    return None if t is None else to_micros(t)
+
+
 def from_micros(value: int) -> datetime:
     """The aware UTC datetime of a time column."""
     return _EPOCH + timedelta(microseconds=value)
@@ -150,21 +154,25 @@ class SqliteStore(SqliteConnections, SqlStore):
             supersede = {"ids": json.dumps(replaced_ids), "reason": records.SUPERSEDED}
             self._changed(connection, "supersede_pending", supersede)
         stamp = to_micros(now)
-        upserted = self._rows(
-            connection,
-            "upsert_schedules",
-            {
-                "rows": json.dumps([{**_bind(r), "keyless": int(r["keyless"])} for r in rows]),
-                "now": stamp,
-            },
+        connection.executemany(
+            self._sql["upsert_schedules"],
+            [{**row, "next_run_at": _micros(row["next_run_at"]), "now": stamp} for row in rows],
         )
-        values = {(found["tenant"], found["key"]): found for found in upserted}
         if occurrences:
             planned = records.saved_occurrences(occurrences, to_micros)
-            self._changed(
-                connection, "insert_saved_occurrences", {"rows": json.dumps(planned), "now": stamp}
+            connection.executemany(
+                self._sql["insert_saved_occurrences"], [{**p, "now": stamp} for p in planned]
             )
-        return [records.saved(values[p["tenant"], p["key"]], item) for _, item, p in chunk]
+        saved = []
+        for (_, item, _), row in zip(chunk, rows, strict=True):
+            stored = existing.get((row["tenant"], row["key"]))
+            values = {
+                "status": row["status"], "next_run_at": row["next_run_at"], "updated_at": now,
+                "paused": False if stored is None else stored["paused"],
+                "created_at": now if stored is None else stored["created_at"],
+            }  # fmt: skip
+            saved.append(records.saved(values, item))
+        return saved
 
     def materialise_many(self, batch: Sequence[Materialisation], now: datetime) -> int:
         if not batch:
