@@ -14,7 +14,7 @@ from psycopg.conninfo import make_conninfo
 from oncely.errors import StoreUnavailable
 from oncely.model import Claim, Lease, Materialisation, Saving, Schedule
 from oncely.store import claiming, housekeeping, records
-from oncely.store.base import Item, SqlStore
+from oncely.store.base import Decision, SqlStore
 from oncely.store.dialect import Row
 from oncely.store.interface import Watch
 from oncely.store.listener import Listener
@@ -70,16 +70,21 @@ class PostgresStore(PostgresConnections, SqlStore):
         # Written in (tenant, key) order, the whole batch across its chunks: two batches of the
         # same new keys in opposite orders each took half of them and deadlocked on the rest.
         order = sorted(range(len(batch)), key=lambda n: (params[n]["tenant"], params[n]["key"]))
+        chunks = [
+            [(n, batch[n], params[n]) for n in order[start : start + SAVE_CHUNK]]
+            for start in range(0, len(order), SAVE_CHUNK)
+        ]
         with self._writing(within) as connection:
             existing, horizon = self._locked_to_save(connection, batch, params, order)
+            # Every chunk decided before any is written: an item refused in a later chunk left
+            # the earlier ones written in the caller's transaction, for it to commit.
+            decided = [self._decide(chunk, existing, horizon) for chunk in chunks]
             upserts = []
             with connection.pipeline():
                 # Every chunk sent before any result is read: the server writes one chunk
                 # while this process encodes the next, and a keyless defer is one round trip.
-                for start in range(0, len(order), SAVE_CHUNK):
-                    chunk = [(n, batch[n], params[n]) for n in order[start : start + SAVE_CHUNK]]
-                    upserts.append((chunk, self._send_chunk(connection, chunk, existing, horizon,
-                                                            now)))  # fmt: skip
+                for chunk, decision in zip(chunks, decided, strict=True):
+                    upserts.append((chunk, self._send_chunk(connection, decision, now)))
                 self._notify(connection)
                 if within is None:
                     connection.execute(self._sql["commit"])
@@ -111,16 +116,11 @@ class PostgresStore(PostgresConnections, SqlStore):
         return existing, horizon
 
     def _send_chunk(
-        self,
-        connection: Connection,
-        chunk: Sequence[Item],
-        existing: dict[tuple[str, str], Row],
-        horizon: datetime | None,
-        now: datetime,
+        self, connection: Connection, decision: Decision, now: datetime
     ) -> psycopg.Cursor[dict[str, Any]]:
-        """Send the statements that save one chunk of a batch, (index in the batch, item,
-        params) each, in the open pipeline; the cursor returns the saved rows once it ends."""
-        decided, planned, replaced_ids = self._decide(chunk, existing, horizon)
+        """Send the statements that save one chunk of a batch as `_decide` decided it, in the
+        open pipeline; the cursor returns the saved rows once the pipeline ends."""
+        decided, planned, replaced_ids = decision
         rows = [{**row, "next_run_at": _iso(row["next_run_at"]), "now": None} for row in decided]
         occurrences = records.saved_occurrences(planned, datetime.isoformat)
         if replaced_ids:

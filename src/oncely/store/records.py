@@ -90,7 +90,7 @@ def save_params(
     return params, True
 
 
-#: Items of `Store.save_schedules` per statement: each statement takes its rows as one JSON
+#: Items of `Store.save_schedules` per PostgreSQL statement: each takes its rows as one JSON
 #: parameter, so this bounds the statement's size, not its parameters.
 SAVE_CHUNK = 1_000
 
