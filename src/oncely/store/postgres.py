@@ -75,6 +75,10 @@ class PostgresStore(PostgresConnections, SqlStore):
             for start in range(0, len(order), SAVE_CHUNK)
         ]
         with self._writing(within) as connection:
+            if within is None and len(batch) == 1 and not batch[0].keyless:
+                new = self._saved_if_new(connection, batch[0], params[0], now)
+                if new is not None:
+                    return [new]
             existing, horizon = self._locked_to_save(connection, batch, params, order)
             # Every chunk decided before any is written: an item refused in a later chunk left
             # the earlier ones written in the caller's transaction, for it to commit.
@@ -84,7 +88,9 @@ class PostgresStore(PostgresConnections, SqlStore):
                 # Every chunk sent before any result is read: the server writes one chunk
                 # while this process encodes the next, and a keyless defer is one round trip.
                 for chunk, decision in zip(chunks, decided, strict=True):
-                    upserts.append((chunk, self._send_chunk(connection, decision, now)))
+                    keyless = all(item.keyless for _, item, _ in chunk)
+                    statement = "insert_schedules" if keyless else "upsert_schedules"
+                    upserts.append((chunk, self._send_chunk(connection, decision, now, statement)))
                 self._notify(connection)
                 if within is None:
                     connection.execute(self._sql["commit"])
@@ -115,10 +121,29 @@ class PostgresStore(PostgresConnections, SqlStore):
                 horizon = row["horizon"]
         return existing, horizon
 
+    def _saved_if_new(
+        self, connection: Connection, item: Saving, params: dict[str, Any], now: datetime
+    ) -> Schedule | None:
+        """``item`` saved and committed in one round trip if its key is stored nowhere; else
+        None, nothing written, and ``connection`` in no transaction."""
+        decision = self._decide([(0, item, params)], {}, None)
+        try:
+            with connection.pipeline():
+                inserted = self._send_chunk(connection, decision, now, "insert_schedules")
+                self._notify(connection)
+                connection.execute(self._sql["commit"])
+        except psycopg.errors.UniqueViolation:
+            connection.rollback()  # and its NOTIFY with it: the save that follows sends one
+            return None
+        row = inserted.fetchone()
+        assert row is not None
+        return records.saved(row, item)
+
     def _send_chunk(
-        self, connection: Connection, decision: Decision, now: datetime
+        self, connection: Connection, decision: Decision, now: datetime, statement: str
     ) -> psycopg.Cursor[dict[str, Any]]:
-        """Send the statements that save one chunk of a batch as `_decide` decided it, in the
+        """Send the statements that save one chunk of a batch as `_decide` decided it, by
+        ``statement`` (upsert_schedules, or insert_schedules for keys stored nowhere), in the
         open pipeline; the cursor returns the saved rows once the pipeline ends."""
         decided, planned, replaced_ids = decision
         rows = [{**row, "next_run_at": _iso(row["next_run_at"]), "now": None} for row in decided]
@@ -128,7 +153,7 @@ class PostgresStore(PostgresConnections, SqlStore):
             connection.execute(self._sql["supersede_pending"], supersede)
         upsert = self._cursor_on(connection)
         saving = {"rows": json.dumps(rows), "occurrences": json.dumps(occurrences), "now": now}
-        upsert.execute(self._sql["upsert_schedules"], saving)
+        upsert.execute(self._sql[statement], saving)
         return upsert
 
     def materialise_many(self, batch: Sequence[Materialisation], now: datetime) -> int:
