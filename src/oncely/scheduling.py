@@ -10,7 +10,7 @@ index and key) and nothing of the call is written.
 
 from __future__ import annotations
 
-import uuid
+import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -58,7 +58,8 @@ def defer(
     connection: Any,
 ) -> Schedule:
     """`App.defer`: one durable one-off timer."""
-    item = defer_item(app, tenant, declared_job(app.jobs, job), at, key, payload)
+    jobs = app.jobs
+    item = defer_item(jobs, tenant, declared_job(jobs, job), at, key, payload)
     return _save(app, [item], connection)[0]
 
 
@@ -91,20 +92,23 @@ def defer_many(
     connection: Any,
 ) -> list[Schedule]:
     """`App.defer_many`: every item as `defer` takes it, all saved or none."""
-    found = declared_job(app.jobs, job)
+    jobs = app.jobs
+    found = declared_job(jobs, job)
     within = within_of(connection)
     batch: list[Saving] = []
     listed = _items(items, DEFER_FIELDS, "at")
+    at_times: dict[tuple[datetime, int], tuple[At, Sequence[Planned]]] = {}
     try:
         for item in listed:
             batch.append(
                 defer_item(
-                    app,
+                    jobs,
                     _tenant(bound, item),
                     found,
                     item["at"],
                     item.get("key"),
                     item.get("payload"),
+                    at_times,
                 )
             )
     except OncelyError as exc:
@@ -150,23 +154,34 @@ def schedule_many(
 
 
 def defer_item(
-    app: App, tenant: str | None, job: Job, at: datetime, key: str | None, payload: Any
+    jobs: Mapping[str, Job],
+    tenant: str | None,
+    job: Job,
+    at: datetime,
+    key: str | None,
+    payload: Any,
+    at_times: dict[tuple[datetime, int], tuple[At, Sequence[Planned]]] | None = None,
 ) -> Saving:
-    """The checked save of a one-off of ``job`` at ``at``; raises as `App.defer` does."""
-    trigger = At(as_utc(at, "at"))
+    """The checked save of a one-off of ``job`` at ``at``; raises as `App.defer` does.
+
+    ``at_times``: the triggers of a call's earlier items, by their time; items deferred to the
+    same instant share one trigger and its occurrence (computed per item, a tenth of a bulk
+    defer's time). Keyed with the fold too: two times of one zone that differ only in fold
+    compare equal and are an hour apart.
+    """
+    shared = at_times.get((at, at.fold)) if at_times is not None and type(at) is datetime else None
+    if shared is None:
+        trigger = At(as_utc(at, "at"))
+        shared = (trigger, (Planned(trigger.instance, origin="defer"),))
+        if at_times is not None and type(at) is datetime:
+            at_times[at, at.fold] = shared
     keyless = key is None
-    key = key if key is not None else f"{job.name}:{uuid.uuid4().hex}"
-    check_key(app, tenant, key)
+    key = key if key is not None else f"{job.name}:{secrets.token_hex(16)}"
+    check_key(jobs, tenant, key)
     return Saving(
-        tenant,
-        key,
-        job.name,
-        trigger,
-        payload,
-        occurrences=[Planned(trigger.instance, origin="defer")],
-        keyless=keyless,
+        tenant, key, job.name, shared[0], payload, occurrences=shared[1], keyless=keyless,
         guard_horizon=not keyless,
-    )
+    )  # fmt: skip
 
 
 def schedule_item(
@@ -182,7 +197,7 @@ def schedule_item(
 ) -> Saving | Schedule:
     """The checked save of schedule ``key``, or the schedule itself when saving it would change
     nothing (an unchanged rule whose series has ended); raises as `App.schedule` does."""
-    check_key(app, tenant, key)
+    check_key(app.jobs, tenant, key)
     if not isinstance(trigger, Trigger):
         raise InvalidSchedule(
             f"{trigger!r} is not a trigger",
@@ -231,14 +246,14 @@ def within_of(connection: Any) -> Any:
     return driver_connection(connection)
 
 
-def check_key(app: App, tenant: str | None, key: str) -> None:
+def check_key(jobs: Mapping[str, Job], tenant: str | None, key: str) -> None:
     """Raise `InvalidSchedule` for a key or tenant no store can keep, or a key that is the
-    schedule of a job this app declares in code."""
+    schedule of a job this app declares in code (one of ``jobs``)."""
     checked_key(key)
     if tenant is not None:
         checked_tenant(tenant)
         return
-    declared = app.jobs.get(key)
+    declared = jobs.get(key)
     if declared is not None and declared.trigger is not None:
         raise InvalidSchedule(
             f"key {key!r} is the schedule of job {key!r}, declared in code",

@@ -16,10 +16,12 @@ from typing import Any
 import psycopg
 import pytest
 import sqlalchemy
+from _engine_support import MakeApp
 from sqlalchemy.orm import Session
 
 import oncely
 from oncely.store import SqliteStore
+from oncely.store.records import SAVE_CHUNK
 from oncely.testing import Clock
 
 Opener = Callable[[], Any]
@@ -116,6 +118,33 @@ def test_a_tenant_view_writes_in_the_callers_transaction(
     acme.defer_many(remind, [{"at": clock(), "key": "u"}], connection=caller)
     caller.commit()
     assert [(s.tenant, s.key) for s in app.schedules()] == [("acme", "t"), ("acme", "u")]
+
+
+def test_an_item_refused_in_a_later_chunk_leaves_nothing_of_the_call_in_the_transaction(
+    app: oncely.App, make_app: MakeApp, open_caller: Opener, clock: Clock
+) -> None:
+    release = make_app()
+
+    @release.job(oncely.every(minutes=1), name="zz-digest")
+    def digest(run: oncely.Run) -> None:
+        pass
+
+    release.tick()
+
+    @app.job()
+    def remind(run: oncely.Run) -> None:
+        pass
+
+    # Saved in (tenant, key) order, SAVE_CHUNK at a time: the refused key is in the second.
+    at = clock() + timedelta(hours=1)
+    items = [{"at": at, "key": f"a{n:05}"} for n in range(SAVE_CHUNK)]
+    items.append({"at": at, "key": "zz-digest"})
+    caller = open_caller()
+    refused = rf"^item {SAVE_CHUNK} \(key 'zz-digest'\): .*declared in code"
+    with pytest.raises(oncely.InvalidSchedule, match=refused):
+        app.defer_many(remind, items, connection=caller)
+    caller.commit()  # a caller that went on after the error
+    assert _keys(app) == ["zz-digest"]
 
 
 def test_a_handler_schedules_follow_up_work_atomically_on_run_connection(

@@ -34,6 +34,9 @@ from oncely.store.records import known, occurrence_params, tenant_column, unknow
 
 #: One item of a chunk of `Store.save_schedules`: (index in the batch, item, its params).
 Item = tuple[int, Saving, dict[str, Any]]
+#: What `SqlStore._decide` decided for a chunk: the schedule rows, the occurrences planned with
+#: them (with their schedule's row), the ids of schedules whose pending future is replaced.
+Decision = tuple[list[dict[str, Any]], list[tuple[dict[str, Any], Planned]], list[int]]
 
 
 class SqlStore(Bookings):
@@ -49,11 +52,12 @@ class SqlStore(Bookings):
 
     def _decide(
         self, chunk: Sequence[Item], existing: dict[tuple[str, str], Row], horizon: datetime | None
-    ) -> tuple[list[dict[str, Any]], list[tuple[dict[str, Any], Planned]], list[int]]:
-        """What saving ``chunk`` over the ``existing`` rows writes: the schedule rows, the
-        occurrences planned with them (with their schedule's row), the ids of schedules whose
-        pending future is replaced. Raises the item's error with its index (``.item``)."""
-        rows, occurrences, replaced_ids = [], [], []
+    ) -> Decision:
+        """What saving ``chunk`` over the ``existing`` rows writes (see `Decision`). Raises the
+        item's error with its index (``.item``)."""
+        rows: list[dict[str, Any]] = []
+        occurrences: list[tuple[dict[str, Any], Planned]] = []
+        replaced_ids: list[int] = []
         for index, item, item_params in chunk:
             found = existing.get((item_params["tenant"], item_params["key"]))
             try:

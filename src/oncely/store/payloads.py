@@ -40,7 +40,7 @@ def encode(payload: Any) -> str:
     """
     _walk(payload)  # before encoding: a 100 MB string is refused without being copied twice
     try:
-        text = json.dumps(payload, allow_nan=False, separators=(",", ":"), sort_keys=True)
+        text = _ENCODER.encode(payload)
     except (TypeError, ValueError) as exc:
         raise InvalidPayload(
             f"the payload cannot be stored as JSON ({exc}); pass dicts, lists, strings, numbers, "
@@ -49,6 +49,11 @@ def encode(payload: Any) -> str:
     if len(text) > MAX_PAYLOAD_BYTES:
         raise _too_big(len(text))
     return text
+
+
+# Made once: json.dumps with options builds an encoder per call, a third of encoding a small
+# payload.
+_ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"), sort_keys=True)
 
 
 def decode(text: str | bytes) -> Any:

@@ -24,7 +24,7 @@ from oncely.model import (
     skip_cause,
 )
 from oncely.store import claiming, housekeeping, records
-from oncely.store.base import Item, SqlStore
+from oncely.store.base import Decision, SqlStore
 from oncely.store.dialect import Row
 from oncely.store.interface import Watch
 from oncely.store.listener import Listener
@@ -80,49 +80,91 @@ class PostgresStore(PostgresConnections, SqlStore):
         # Written in (tenant, key) order, the whole batch across its chunks: two batches of the
         # same new keys in opposite orders each took half of them and deadlocked on the rest.
         order = sorted(range(len(batch)), key=lambda n: (params[n]["tenant"], params[n]["key"]))
-        own = within is None
-        saved: dict[int, Schedule] = {}
+        chunks = [
+            [(n, batch[n], params[n]) for n in order[start : start + SAVE_CHUNK]]
+            for start in range(0, len(order), SAVE_CHUNK)
+        ]
         with self._writing(within) as connection:
-            for start in range(0, len(order), SAVE_CHUNK):
-                last = start + SAVE_CHUNK >= len(order)
-                chunk = [(n, batch[n], params[n]) for n in order[start : start + SAVE_CHUNK]]
-                finish = "commit" if own and last else "notify" if last else None
-                saved.update(self._save_chunk(connection, chunk, now, finish))
+            if within is None and len(batch) == 1 and not batch[0].keyless:
+                new = self._saved_if_new(connection, batch[0], params[0], now)
+                if new is not None:
+                    return [new]
+            existing, horizon = self._locked_to_save(connection, batch, params, order)
+            # Every chunk decided before any is written: an item refused in a later chunk left
+            # the earlier ones written in the caller's transaction, for it to commit.
+            decided = [self._decide(chunk, existing, horizon) for chunk in chunks]
+            upserts = []
+            with connection.pipeline():
+                # Every chunk sent before any result is read: the server writes one chunk
+                # while this process encodes the next, and a keyless defer is one round trip.
+                for chunk, decision in zip(chunks, decided, strict=True):
+                    keyless = all(item.keyless for _, item, _ in chunk)
+                    statement = "insert_schedules" if keyless else "upsert_schedules"
+                    upserts.append((chunk, self._send_chunk(connection, decision, now, statement)))
+                self._notify(connection)
+                if within is None:
+                    connection.execute(self._sql["commit"])
+            saved: dict[int, Schedule] = {}
+            for chunk, upsert in upserts:
+                values = {(row["tenant"], row["key"]): row for row in upsert.fetchall()}
+                for index, item, p in chunk:
+                    saved[index] = records.saved(values[p["tenant"], p["key"]], item)
         return [saved[n] for n in range(len(batch))]
 
-    def _save_chunk(
-        self, connection: Connection, chunk: Sequence[Item], now: datetime, finish: str | None
-    ) -> dict[int, Schedule]:
-        """Save one chunk of a batch, (index in the batch, item, params) each; ``finish``
-        "notify" sends the batch's NOTIFY after it, "commit" also commits."""
-        keyed = [p for _, item, p in chunk if not item.keyless]
+    def _locked_to_save(
+        self,
+        connection: Connection,
+        batch: Sequence[Saving],
+        params: Sequence[dict[str, Any]],
+        order: Sequence[int],
+    ) -> tuple[dict[tuple[str, str], Row], datetime | None]:
+        """The stored rows of the keyed items of ``batch``, locked in ``order``, and the history
+        horizon; one round trip for the whole batch, none when every item is keyless."""
+        # A keyless one-off has a new random key: nothing can be stored under it yet.
+        keyed = [params[n] for n in order if not batch[n].keyless]
         existing: dict[tuple[str, str], Row] = {}
         horizon: datetime | None = None
         if keyed:
-            # A keyless one-off has a new random key: nothing can be stored under it yet.
             locks = {"tenants": [p["tenant"] for p in keyed], "keys": [p["key"] for p in keyed]}
             for row in self._rows(connection, "lock_schedules_to_save", locks):
                 existing[row["tenant"], row["key"]] = row
                 horizon = row["horizon"]
-        decided, planned, replaced_ids = self._decide(chunk, existing, horizon)
-        rows = [{**row, "next_run_at": _iso(row["next_run_at"]), "now": None} for row in decided]
-        occurrences = [records.saved_occurrence(s, p, datetime.isoformat) for s, p in planned]
-        with connection.pipeline():
-            # Pipelined and never waited for in between: a keyless defer is one round trip.
-            if replaced_ids:
-                supersede = {"ids": _bigint_array(replaced_ids), "reason": records.SUPERSEDED}
-                connection.execute(self._sql["supersede_pending"], supersede)
-            upsert = self._cursor_on(connection)
-            saving = {"rows": json.dumps(rows), "occurrences": json.dumps(occurrences), "now": now}
-            upsert.execute(self._sql["upsert_schedules"], saving)
-            if finish is not None:
+        return existing, horizon
+
+    def _saved_if_new(
+        self, connection: Connection, item: Saving, params: dict[str, Any], now: datetime
+    ) -> Schedule | None:
+        """``item`` saved and committed in one round trip if its key is stored nowhere; else
+        None, nothing written, and ``connection`` in no transaction."""
+        decision = self._decide([(0, item, params)], {}, None)
+        try:
+            with connection.pipeline():
+                inserted = self._send_chunk(connection, decision, now, "insert_schedules")
                 self._notify(connection)
-            if finish == "commit":
                 connection.execute(self._sql["commit"])
-        values = {(row["tenant"], row["key"]): row for row in upsert.fetchall()}
-        return {
-            index: records.saved(values[p["tenant"], p["key"]], item) for index, item, p in chunk
-        }
+        except psycopg.errors.UniqueViolation:
+            connection.rollback()  # and its NOTIFY with it: the save that follows sends one
+            return None
+        row = inserted.fetchone()
+        assert row is not None
+        return records.saved(row, item)
+
+    def _send_chunk(
+        self, connection: Connection, decision: Decision, now: datetime, statement: str
+    ) -> psycopg.Cursor[dict[str, Any]]:
+        """Send the statements that save one chunk of a batch as `_decide` decided it, by
+        ``statement`` (upsert_schedules, or insert_schedules for keys stored nowhere), in the
+        open pipeline; the cursor returns the saved rows once the pipeline ends."""
+        decided, planned, replaced_ids = decision
+        rows = [{**row, "next_run_at": _iso(row["next_run_at"]), "now": None} for row in decided]
+        occurrences = records.saved_occurrences(planned, datetime.isoformat)
+        if replaced_ids:
+            supersede = {"ids": _bigint_array(replaced_ids), "reason": records.SUPERSEDED}
+            connection.execute(self._sql["supersede_pending"], supersede)
+        upsert = self._cursor_on(connection)
+        saving = {"rows": json.dumps(rows), "occurrences": json.dumps(occurrences), "now": now}
+        upsert.execute(self._sql[statement], saving)
+        return upsert
 
     def materialise_many(self, batch: Sequence[Materialisation], now: datetime) -> Materialised:
         if not batch:

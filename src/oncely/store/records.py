@@ -46,8 +46,10 @@ def schedule_params(
     next_run_at: datetime | None,
     now: datetime,
     keyless: bool = False,
+    trigger_spec: str | None = None,
 ) -> dict[str, Any]:
-    """The parameters of ``upsert_schedule``, times still as datetimes; raises `InvalidPayload`."""
+    """The parameters of ``upsert_schedule``, times still as datetimes; raises `InvalidPayload`.
+    ``trigger_spec``: the trigger's `spec_text`, when the caller has it already."""
     return {
         "keyless": keyless,
         "tenant": tenant_column(tenant),
@@ -55,7 +57,7 @@ def schedule_params(
         "job": job,
         "origin": origin,
         "trigger_kind": trigger.kind,
-        "trigger_spec": json.dumps(trigger.to_spec(), sort_keys=True),
+        "trigger_spec": spec_text(trigger) if trigger_spec is None else trigger_spec,
         "payload": payloads.encode(payload),
         "status": "active" if next_run_at is not None else "ended",
         "next_run_at": next_run_at,
@@ -92,7 +94,7 @@ def save_params(
     return params, True
 
 
-#: Items of `Store.save_schedules` per statement: each statement takes its rows as one JSON
+#: Items of `Store.save_schedules` per PostgreSQL statement: each takes its rows as one JSON
 #: parameter, so this bounds the statement's size, not its parameters.
 SAVE_CHUNK = 1_000
 
@@ -100,16 +102,21 @@ SAVE_CHUNK = 1_000
 def batch_params(batch: Sequence[Saving], now: datetime) -> list[dict[str, Any]]:
     """`item_params` of each item of ``batch``; an error says which item (``.item``)."""
     params: list[dict[str, Any]] = []
+    # By trigger identity: the one-offs of a bulk defer at one time share their trigger.
+    specs: dict[int, str] = {}
     try:
         for item in batch:
-            params.append(item_params(item, now))
+            spec = specs.get(id(item.trigger))
+            if spec is None:
+                spec = specs[id(item.trigger)] = spec_text(item.trigger)
+            params.append(item_params(item, now, spec))
     except OncelyError as exc:
         exc.item = len(params)
         raise
     return params
 
 
-def item_params(item: Saving, now: datetime) -> dict[str, Any]:
+def item_params(item: Saving, now: datetime, trigger_spec: str | None = None) -> dict[str, Any]:
     """`schedule_params` of one `Saving`; raises `InvalidPayload`."""
     return schedule_params(
         tenant=item.tenant,
@@ -121,7 +128,13 @@ def item_params(item: Saving, now: datetime) -> dict[str, Any]:
         next_run_at=item.next_run_at,
         now=now,
         keyless=item.keyless,
+        trigger_spec=trigger_spec,
     )
+
+
+def spec_text(trigger: Trigger) -> str:
+    """The stored JSON text of ``trigger``'s spec."""
+    return json.dumps(trigger.to_spec(), sort_keys=True)
 
 
 def refuse_before_horizon(
@@ -280,15 +293,26 @@ def unknown_schedule(tenant: str | None, key: str) -> UnknownSchedule:
     return UnknownSchedule(f"no schedule has key {key!r}{where}; app.schedules() lists them")
 
 
-def saved_occurrence(
-    schedule: Mapping[str, Any], planned: Planned, time: Callable[[datetime], Any]
-) -> dict[str, Any]:
-    """One row of ``insert_saved_occurrences``: the occurrence ``planned`` of ``schedule``, its
-    time written by the dialect's ``time``."""
+def saved_occurrences(
+    planned: Sequence[tuple[Mapping[str, Any], Planned]], time: Callable[[datetime], Any]
+) -> list[dict[str, Any]]:
+    """The rows of ``insert_saved_occurrences``: each occurrence planned with its schedule's row,
+    times written by the dialect's ``time``."""
+    # By identity: the one-offs of a bulk defer at one time share their planned occurrence,
+    # whose times are written once.
+    written: dict[int, dict[str, Any]] = {}
+    rows = []
+    for schedule, occurrence in planned:
+        fields = written.get(id(occurrence))
+        if fields is None:
+            fields = written[id(occurrence)] = _occurrence_fields(occurrence, time)
+        rows.append({"tenant": schedule["tenant"], "key": schedule["key"], **fields})
+    return rows
+
+
+def _occurrence_fields(planned: Planned, time: Callable[[datetime], Any]) -> dict[str, Any]:
     instance = planned.instance
     return {
-        "tenant": schedule["tenant"],
-        "key": schedule["key"],
         "scheduled_for": time(instance.at),
         "local_wall": instance.wall.isoformat(),
         "fold": instance.fold,

@@ -27,7 +27,7 @@ from oncely.store.base import Item, SqlStore
 from oncely.store.dialect import Row
 from oncely.store.interface import Watch
 from oncely.store.queries import migrations, queries
-from oncely.store.records import SAVE_CHUNK, occurrence_params, tenant_column
+from oncely.store.records import occurrence_params, tenant_column
 from oncely.store.sqlite_connections import (
     SqliteConnections,
     TransactionCut,
@@ -48,6 +48,10 @@ TRANSACTION_MAX_S = 10.0
 def to_micros(t: datetime) -> int:
     """Aware ``t`` as integer microseconds since the epoch (the SQLite time column type)."""
     return (t - _EPOCH) // timedelta(microseconds=1)
+
+
+def _micros(t: datetime | None) -> int | None:
+    return None if t is None else to_micros(t)
 
 
 def from_micros(value: int) -> datetime:
@@ -136,45 +140,49 @@ class SqliteStore(SqliteConnections, SqlStore):
             return []
         params = records.batch_params(batch, now)
         items = [(n, item, params[n]) for n, item in enumerate(batch)]
-        saved: list[Schedule] = []
         with self._write(within) as connection:
-            for start in range(0, len(batch), SAVE_CHUNK):
-                saved += self._save_chunk(connection, items[start : start + SAVE_CHUNK], now)
+            existing, horizon = self._locked_to_save(connection, items)
+            # The whole batch decided before any of it is written: an item refused late left
+            # the earlier ones written in the caller's transaction, for it to commit.
+            rows, occurrences, replaced_ids = self._decide(items, existing, horizon)
+            if replaced_ids:
+                supersede = {"ids": json.dumps(replaced_ids), "reason": records.SUPERSEDED}
+                self._changed(connection, "supersede_pending", supersede)
+            stamp = to_micros(now)
+            connection.executemany(
+                self._sql["upsert_schedules"],
+                [{**row, "next_run_at": _micros(row["next_run_at"]), "now": stamp} for row in rows],
+            )
+            if occurrences:
+                planned = records.saved_occurrences(occurrences, to_micros)
+                connection.executemany(
+                    self._sql["insert_saved_occurrences"], [{**p, "now": stamp} for p in planned]
+                )
+        saved = []
+        for item, row in zip(batch, rows, strict=True):
+            stored = existing.get((row["tenant"], row["key"]))
+            values = {
+                "status": row["status"], "next_run_at": row["next_run_at"], "updated_at": now,
+                "paused": False if stored is None else stored["paused"],
+                "created_at": now if stored is None else stored["created_at"],
+            }  # fmt: skip
+            saved.append(records.saved(values, item))
         return saved
 
-    def _save_chunk(
-        self, connection: sqlite3.Connection, chunk: Sequence[Item], now: datetime
-    ) -> list[Schedule]:
-        """Save one chunk of a batch, (index in the batch, item, params) each."""
-        pairs = [[p["tenant"], p["key"]] for _, item, p in chunk if not item.keyless]
+    def _locked_to_save(
+        self, connection: sqlite3.Connection, items: Sequence[Item]
+    ) -> tuple[dict[tuple[str, str], Row], datetime | None]:
+        """The stored rows of the keyed ``items`` and the history horizon, in one statement;
+        none when every item is keyless (a new random key: nothing can be stored under it)."""
+        pairs = [[p["tenant"], p["key"]] for _, item, p in items if not item.keyless]
         existing: dict[tuple[str, str], Row] = {}
         horizon: datetime | None = None
         if pairs:
-            for found in self._rows(
-                connection, "lock_schedules_to_save", {"pairs": json.dumps(pairs)}
-            ):
+            locking = {"pairs": json.dumps(pairs)}
+            for found in self._rows(connection, "lock_schedules_to_save", locking):
                 existing[found["tenant"], found["key"]] = found
                 horizon = found["horizon"]
-        rows, occurrences, replaced_ids = self._decide(chunk, existing, horizon)
-        if replaced_ids:
-            supersede = {"ids": json.dumps(replaced_ids), "reason": records.SUPERSEDED}
-            self._changed(connection, "supersede_pending", supersede)
-        stamp = to_micros(now)
-        upserted = self._rows(
-            connection,
-            "upsert_schedules",
-            {
-                "rows": json.dumps([{**_bind(r), "keyless": int(r["keyless"])} for r in rows]),
-                "now": stamp,
-            },
-        )
-        values = {(found["tenant"], found["key"]): found for found in upserted}
-        if occurrences:
-            planned = [records.saved_occurrence(s, p, to_micros) for s, p in occurrences]
-            self._changed(
-                connection, "insert_saved_occurrences", {"rows": json.dumps(planned), "now": stamp}
-            )
-        return [records.saved(values[p["tenant"], p["key"]], item) for _, item, p in chunk]
+        return existing, horizon
 
     def materialise_many(self, batch: Sequence[Materialisation], now: datetime) -> Materialised:
         if not batch:

@@ -68,6 +68,34 @@ WITH saved AS (
 )
 SELECT tenant, key, paused, status, next_run_at, created_at, updated_at FROM saved;
 
+-- name: insert_schedules
+-- upsert_schedules for schedules whose keys are stored nowhere: a keyless one-off's new random
+-- key, or a key save_schedules tries as new before it looks for a stored row to lock (a keyed
+-- defer of a new key was two round trips, the first only to find nothing). A stored key fails
+-- the statement on the unique constraint, and nothing of it is written.
+WITH saved AS (
+    INSERT INTO oncely_schedules
+        (tenant, key, job, origin, trigger_kind, trigger_spec, payload, status, next_run_at,
+         keyless, created_at, updated_at)
+    SELECT r.tenant, r.key, r.job, r.origin, r.trigger_kind, r.trigger_spec::jsonb,
+        r.payload::jsonb, r.status, r.next_run_at, r.keyless, %(now)s, %(now)s
+    FROM json_to_recordset(%(rows)s::json) AS r(tenant text, key text, job text, origin text,
+        trigger_kind text, trigger_spec text, payload text, status text,
+        next_run_at timestamptz, keyless boolean)
+    RETURNING id, tenant, key, paused, status, next_run_at, created_at, updated_at
+), planned AS (
+    INSERT INTO oncely_occurrences
+        (schedule_id, tenant, scheduled_for, local_wall, fold, dst_note, ordinal, origin, status,
+         reason, run_after, created_at)
+    SELECT s.id, s.tenant, r.scheduled_for, r.local_wall, r.fold, r.dst_note, r.ordinal,
+        r.origin, r.status, r.reason, r.scheduled_for, %(now)s
+    FROM json_to_recordset(%(occurrences)s::json) AS r(tenant text, key text,
+        scheduled_for timestamptz, local_wall text, fold smallint, dst_note text,
+        ordinal integer, origin text, status text, reason text)
+    JOIN saved s ON s.tenant = r.tenant AND s.key = r.key
+)
+SELECT tenant, key, paused, status, next_run_at, created_at, updated_at FROM saved;
+
 -- name: lock_schedules_to_save
 -- The schedules of a save batch that exist, in any status, locked until the transaction ends, in
 -- (tenant, key) order: two batches sharing keys never deadlock. The history horizon comes in the
