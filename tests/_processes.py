@@ -15,6 +15,8 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -180,3 +182,17 @@ class Server:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait()
+
+
+# No proxy: an HTTP_PROXY in the environment sent requests for 127.0.0.1 through it.
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def http_get(address: str, path: str) -> tuple[int, bytes]:
+    """GET ``path`` from ``HOST:PORT``: the status and the body, of an error status too."""
+    try:
+        with _OPENER.open(f"http://{address}{path}", timeout=5) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        with error:
+            return error.code, error.read()

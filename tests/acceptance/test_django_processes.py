@@ -11,19 +11,16 @@ import re
 import subprocess
 import sys
 import textwrap
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from _processes import Server, free_port, free_ports, wait_until
+from _processes import Server, free_port, free_ports, http_get, wait_until
 
 _SERVING = re.compile(r"oncely: worker \S+#(\d+) serving")
 _LISTENING = re.compile(r"oncely: health and metrics on http://(127\.0\.0\.1:\d+)")
 _UNKNOWN_SERVER = "oncely: not starting the loop in this process"
 # No proxy from the environment may stand between the test and 127.0.0.1.
-_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 _FILES = {
     "manage.py": """
@@ -209,15 +206,6 @@ def test_a_server_oncely_does_not_know_gets_one_info_line_and_always_starts_it(
     assert _UNKNOWN_SERVER not in output
 
 
-def _get(address: str, path: str) -> tuple[int, bytes]:
-    try:
-        with _OPENER.open(f"http://{address}{path}", timeout=5) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as error:
-        with error:
-            return error.code, error.read()
-
-
 def test_gunicorn_serving_the_django_app_runs_a_loop_in_each_worker_with_the_settings(
     project: Path,
 ) -> None:
@@ -242,13 +230,15 @@ def test_gunicorn_serving_the_django_app_runs_a_loop_in_each_worker_with_the_set
         listening = _LISTENING.findall(server.output())
         assert sorted(int(a.rpartition(":")[2]) for a in listening) == list(ports)
         for address in listening:
-            wait_until(lambda a=address: _get(a, "/healthz")[0] == 200, 20, f"{address}/healthz")
-            code, body = _get(address, "/metrics")
+            wait_until(
+                lambda a=address: http_get(a, "/healthz")[0] == 200, 20, f"{address}/healthz"
+            )
+            code, body = http_get(address, "/metrics")
             assert code == 200
             assert b"# TYPE oncely_in_flight gauge" in body
         seen = {}
         for _ in range(20):
-            code, body = _get(f"127.0.0.1:{port}", "/worker")
+            code, body = http_get(f"127.0.0.1:{port}", "/worker")
             assert code == 200, body
             answer = json.loads(body)
             seen[answer["pid"]] = answer["worker"]

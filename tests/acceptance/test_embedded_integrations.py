@@ -8,19 +8,16 @@ import os
 import re
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import oncely
-from _processes import Server, free_port, json_lines, terminate, wait_until
+from _processes import Server, free_port, http_get, json_lines, terminate, wait_until
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 _SERVING = re.compile(r"oncely: worker \S+#(\d+) serving")
 _STOPPED = re.compile(r"oncely: worker \S+#(\d+) stopped")
 # No proxy from the environment may stand between the test and 127.0.0.1.
-_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
@@ -114,15 +111,6 @@ def _seed_history(tmp_path: Path, ages: dict[str, timedelta]) -> None:
         past.close()
 
 
-def _get(address: str, path: str) -> tuple[int, bytes]:
-    try:
-        with _OPENER.open(f"http://{address}{path}", timeout=5) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as error:
-        with error:
-            return error.code, error.read()
-
-
 def _keys(tmp_path: Path) -> set[str]:
     app = oncely.App(f"sqlite:///{tmp_path / 'oncely.db'}")
     try:
@@ -150,8 +138,8 @@ def test_django_oncely_run_is_a_worker_process_of_its_own_with_oncely_runs_optio
         )
     try:
         wait_until(lambda: _ran(tmp_path, 2), 30, "oncely_run to run the job")
-        wait_until(lambda: _get(address, "/healthz")[0] == 200, 10, "/healthz to answer 200")
-        code, metrics = _get(address, "/metrics")
+        wait_until(lambda: http_get(address, "/healthz")[0] == 200, 10, "/healthz to answer 200")
+        code, metrics = http_get(address, "/metrics")
         assert code == 200
         assert b'oncely_occurrences_total{job="heartbeat",status="succeeded"}' in metrics
         wait_until(lambda: _keys(tmp_path) == {"recent"}, 20, "the 8-day-old run to be pruned")

@@ -9,8 +9,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
@@ -19,7 +17,7 @@ import pytest
 from flask import Flask
 
 import oncely
-from _processes import free_port, free_ports, wait_until
+from _processes import free_port, free_ports, http_get, wait_until
 from oncely.errors import ConfigurationError
 from oncely.integrations import gunicorn as hooks
 from oncely.integrations._loading import resolve
@@ -27,7 +25,6 @@ from oncely.integrations.flask import Oncely
 from oncely.integrations.starlette import lifespan
 
 # No proxy from the environment may stand between the test and 127.0.0.1.
-_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def _serving(app: oncely.App) -> bool:
@@ -140,15 +137,6 @@ def test_the_gunicorn_hooks_start_in_the_worker_and_stop_before_the_kill(
     assert stops == [8.0, 3, 30.0]
 
 
-def _get(address: str, path: str) -> tuple[int, bytes]:
-    try:
-        with _OPENER.open(f"http://{address}{path}", timeout=5) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as error:
-        with error:
-            return error.code, error.read()
-
-
 def _serves_as_given(app: oncely.App, address: str, retention: timedelta) -> None:
     """The loop ``app`` runs serves /healthz and /metrics at ``address`` and keeps history for
     ``retention``: the integration handed both to the worker."""
@@ -157,8 +145,8 @@ def _serves_as_given(app: oncely.App, address: str, retention: timedelta) -> Non
     assert worker is not None, "no loop is running"
     assert worker.http_address == address
     assert worker.housekeeping.retention == retention
-    wait_until(lambda: _get(address, "/healthz")[0] == 200, 20, "/healthz to answer 200")
-    code, body = _get(address, "/metrics")
+    wait_until(lambda: http_get(address, "/healthz")[0] == 200, 20, "/healthz to answer 200")
+    code, body = http_get(address, "/metrics")
     assert code == 200
     assert b"# TYPE oncely_in_flight gauge" in body
 
