@@ -13,7 +13,7 @@ CREATE INDEX oncely_occurrences_history ON oncely_occurrences (tenant, scheduled
 
 -- index oncely_occurrences_in_progress
 CREATE INDEX oncely_occurrences_in_progress ON oncely_occurrences (schedule_id)
-    WHERE status IN ('pending', 'running', 'retrying');
+    WHERE status = 'pending' OR status = 'running' OR status = 'retrying';
 
 -- index oncely_occurrences_leased
 CREATE INDEX oncely_occurrences_leased ON oncely_occurrences (lease_expires_at)
@@ -21,7 +21,8 @@ CREATE INDEX oncely_occurrences_leased ON oncely_occurrences (lease_expires_at)
 
 -- index oncely_occurrences_prunable
 CREATE INDEX oncely_occurrences_prunable ON oncely_occurrences (scheduled_for)
-    WHERE status IN ('succeeded', 'failed', 'skipped', 'abandoned', 'invalid');
+    WHERE status = 'succeeded' OR status = 'failed' OR status = 'skipped' OR status = 'abandoned'
+        OR status = 'invalid';
 
 -- index oncely_occurrences_recent
 CREATE INDEX oncely_occurrences_recent ON oncely_occurrences (scheduled_for, id);

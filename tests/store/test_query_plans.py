@@ -13,6 +13,7 @@ their listing and their pruning.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -339,3 +340,43 @@ def test_the_schedules_waiting_for_a_person_are_read_from_their_own_index(
         ]
     lite.close()
     assert plan[0] == "SCAN oncely_schedules USING INDEX oncely_schedules_stopped", plan
+
+
+def test_sqlite_partial_indexes_cost_the_updates_that_set_status_no_temporary_tables(
+    sqlite_url: str,
+) -> None:
+    # SQLite 3.40 tests a row against an IN list of three or more values through a temporary
+    # b-tree it builds each time; written so in a partial index's WHERE, every claim and booking
+    # built them for each row, before and after, and one worker drained a burst at a third of its
+    # speed (6,937 jobs/s against 19,330).
+    store = open_store(sqlite_url)
+    store.migrate(NOW)
+    store.close()
+    sql = queries("sqlite")
+    setting_status = ("start_attempts", "book_one_success", "book_retry", "book_failed", "abandon")
+    with sqlite3.connect(sqlite_url[len("sqlite:///") :], isolation_level=None) as connection:
+
+        def temporary_tables(seen: str) -> dict[str, int]:
+            counts = {}
+            for name in setting_status:
+                params = dict.fromkeys(re.findall(r":(\w+)", sql[name]), 0)
+                # A text of its own each time: the driver's statement cache would answer with
+                # the program compiled before the indexes were dropped.
+                statement = f"EXPLAIN /* {seen} */ {sql[name]}"
+                program = connection.execute(statement, params).fetchall()
+                counts[name] = [step[1] for step in program].count("OpenEphemeral")
+            return counts
+
+        with_them = temporary_tables("with")
+        connection.execute("BEGIN")
+        partial = connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index'"
+            " AND tbl_name = 'oncely_occurrences' AND sql LIKE '%WHERE%'"
+        ).fetchall()
+        assert len(partial) >= 4
+        for (name,) in partial:
+            connection.execute(f"DROP INDEX {name}")
+        without_them = temporary_tables("without")
+        connection.execute("ROLLBACK")
+    connection.close()
+    assert with_them == without_them

@@ -274,7 +274,8 @@ WHERE schedule_id = :schedule_id AND status = 'pending' AND origin = 'schedule'
 SELECT count(*) FILTER (WHERE status = 'pending') AS waiting,
        count(*) FILTER (WHERE status <> 'pending') AS running
 FROM oncely_occurrences
-WHERE schedule_id = :schedule_id AND status IN ('pending', 'running', 'retrying');
+WHERE schedule_id = :schedule_id
+  AND (status = 'pending' OR status = 'running' OR status = 'retrying');
 
 -- name: schedule_id
 SELECT id FROM oncely_schedules
@@ -352,7 +353,7 @@ RETURNING id;
 -- The first status term lets SQLite use the partial index oncely_occurrences_in_progress.
 SELECT DISTINCT schedule_id FROM oncely_occurrences
 WHERE schedule_id IN (SELECT value FROM json_each(:ids))
-  AND status IN ('pending', 'running', 'retrying') AND status = 'running'
+  AND (status = 'pending' OR status = 'running' OR status = 'retrying') AND status = 'running'
   AND lease_expires_at IS NOT NULL AND lease_expires_at > :now;
 
 -- name: take_fences
@@ -579,12 +580,14 @@ LIMIT :limit;
 -- name: prune_occurrences
 -- Finished occurrences only: pending, running and retrying ones are what the engine works from.
 -- NULL arm: one that never ran (skipped, invalid) has no finished_at; its scheduled_for stands
--- in. The oldest first, by the partial index oncely_occurrences_prunable: a batch reads about
--- its own rows, whatever the history's size.
+-- in. The oldest first, by the partial index oncely_occurrences_prunable, whose WHERE is repeated
+-- word for word (SQLite uses a partial index only then): a batch reads about its own rows,
+-- whatever the history's size.
 DELETE FROM oncely_occurrences
 WHERE id IN (
     SELECT id FROM oncely_occurrences INDEXED BY oncely_occurrences_prunable
-    WHERE status IN ('succeeded', 'failed', 'skipped', 'abandoned', 'invalid')
+    WHERE (status = 'succeeded' OR status = 'failed' OR status = 'skipped'
+           OR status = 'abandoned' OR status = 'invalid')
       AND scheduled_for < :before AND (finished_at < :before OR finished_at IS NULL)
     ORDER BY scheduled_for
     LIMIT :limit
