@@ -18,8 +18,9 @@ from oncely.integrations.django.apps import scheduler
 from oncely.worker import configure_logging, run_options, serve
 
 _LOGGING = ("log_format", "log_level")
+_OPTIONS = run_options()
 # A context for click's conversions and checks of the options, as `oncely run` has.
-_COMMAND = click.Command("oncely_run", params=[*run_options()])
+_COMMAND = click.Command("oncely_run", params=[*_OPTIONS])
 
 
 class Command(BaseCommand):  # type: ignore[misc]  # Django ships no type information
@@ -30,7 +31,7 @@ class Command(BaseCommand):  # type: ignore[misc]  # Django ships no type inform
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         context = click.Context(_COMMAND)
-        for option in _options():
+        for option in _OPTIONS:
             parser.add_argument(
                 *option.opts,
                 dest=option.name,
@@ -46,7 +47,7 @@ class Command(BaseCommand):  # type: ignore[misc]  # Django ships no type inform
             option.name: options[option.name]
             if option.name in options
             else option.process_value(context, option.get_default(context))
-            for option in _options()
+            for option in _OPTIONS
             if option.name is not None
         }
         log_format, log_level = (chosen.pop(name) for name in _LOGGING)
@@ -60,11 +61,6 @@ class Command(BaseCommand):  # type: ignore[misc]  # Django ships no type inform
             serve(scheduler(), **chosen)
         except OncelyError as exc:
             raise CommandError(str(exc)) from exc
-
-
-def _options() -> list[click.Option]:
-    """The options of ``oncely run``, in its order (its ``MODULE:APP`` is ``ONCELY_APP`` here)."""
-    return [param for param in _COMMAND.params if isinstance(param, click.Option)]
 
 
 def _reading(context: click.Context, option: click.Option) -> dict[str, Any]:
