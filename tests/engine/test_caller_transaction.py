@@ -203,6 +203,34 @@ def test_sqlalchemy_connections_and_sessions_are_accepted(
         engine.dispose()
 
 
+class _AppsOwnConnection(psycopg.Connection[Any]):
+    """An application's own connection class, as codebases define to add logging or hooks."""
+
+
+def test_a_psycopg_connection_of_the_callers_own_class_is_accepted(
+    postgres_url: str, clock: Clock
+) -> None:
+    # Told apart by the module of the class alone, a subclass defined outside psycopg was
+    # refused as "not a connection oncely can write on".
+    app = oncely.App(postgres_url, clock=clock)
+
+    @app.job()
+    def remind(run: oncely.Run) -> None:
+        pass
+
+    caller = _AppsOwnConnection.connect(postgres_url)
+    try:
+        with caller.transaction():
+            app.defer(remind, at=clock(), key="one", connection=caller)
+        assert _keys(app) == ["one"]
+        with caller.transaction():
+            app.defer(remind, at=clock(), key="two", connection=caller.cursor())
+        assert _keys(app) == ["one", "two"]
+    finally:
+        caller.close()
+        app.close()
+
+
 def test_a_commit_wakes_a_worker_watching_on_another_connection(
     postgres_url: str, clock: Clock
 ) -> None:

@@ -41,7 +41,7 @@ def test_history_bench_writes_its_figures_and_its_section(
         retention = big["retention"]
         assert retention["sweep"]["rows"] == retention["bulk"]["rows"] == 300  # a day's
         assert big["sizes"]["database"] > 0
-    assert document["stores"]["postgres"]["3k"]["sizes"]["each"]["oncely_occurrences_prunable"]
+    assert document["stores"]["postgres"]["3k"]["sizes"]["each"]["oncely_occurrences_history"]
     written = page.read_text()
     assert written.index("## History at scale") < written.index("## Commands")
     assert "| PostgreSQL, ms | 2k | 3k | 3k ÷ 2k |" in written

@@ -213,10 +213,6 @@ CREATE INDEX oncely_occurrences_in_progress ON public.oncely_occurrences USING b
 
 CREATE INDEX oncely_occurrences_leased ON public.oncely_occurrences USING btree (lease_expires_at) WHERE (status = 'running'::text);
 
-CREATE INDEX oncely_occurrences_prunable ON public.oncely_occurrences USING btree (scheduled_for) WHERE (status = ANY (ARRAY['succeeded'::text, 'failed'::text, 'skipped'::text, 'abandoned'::text, 'invalid'::text]));
-
-CREATE INDEX oncely_occurrences_recent ON public.oncely_occurrences USING btree (scheduled_for, id);
-
 CREATE INDEX oncely_schedules_due ON public.oncely_schedules USING btree (next_run_at) WHERE ((status = 'active'::text) AND (NOT paused) AND (next_run_at IS NOT NULL));
 
 CREATE INDEX oncely_schedules_keyless_done ON public.oncely_schedules USING btree (updated_at) WHERE (keyless AND (status = ANY (ARRAY['ended'::text, 'removed'::text])));

@@ -7,6 +7,7 @@ import re
 import sqlite3
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -158,15 +159,18 @@ def test_0010_moves_version_9_forward_under_its_workers(
         holding = psycopg.connect(empty_url)
         holding.execute("SELECT id FROM oncely_occurrences FOR UPDATE").fetchall()
     migrated: list[list[int]] = []
-    migrator = open_store(empty_url)
-    applying = threading.Thread(target=lambda: migrated.append(migrator.migrate(NOW)))
-    applying.start()
-    applying.join(timeout=30)
-    waited = applying.is_alive()
-    if holding is not None:
-        holding.close()
-    applying.join()
-    migrator.close()
+    with monkeypatch.context() as new:
+        # Up to 12: 0013 waits for open transactions by design (see the test of 0013).
+        _at_version(new, 12)
+        migrator = open_store(empty_url)
+        applying = threading.Thread(target=lambda: migrated.append(migrator.migrate(NOW)))
+        applying.start()
+        applying.join(timeout=30)
+        waited = applying.is_alive()
+        if holding is not None:
+            holding.close()
+        applying.join()
+        migrator.close()
     assert not waited, "0010 waited on a version 9 worker's claim"
     assert migrated == [[10, 11, 12]]
     (only,) = store.attempts(None, "failed", NOW) or []
@@ -176,3 +180,82 @@ def test_0010_moves_version_9_forward_under_its_workers(
     # Booked after the migration by book_success, a statement 0010 left as version 9 has it.
     assert store.book_success([running], NOW) == [running]
     store.close()
+
+
+def _waiting_migrations(url: str) -> int:
+    with psycopg.connect(url, autocommit=True) as watching:
+        row = watching.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE query LIKE '%%DROP INDEX%%' AND wait_event_type = 'Lock'"
+            " AND pid <> pg_backend_pid()"
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_0013_waits_for_open_transactions_without_stopping_version_12_workers(
+    empty_postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 0013 drops an index. A plain DROP INDEX queued for ACCESS EXCLUSIVE behind a transactional
+    # handler's open transaction, and every claim and booking of every worker queued behind it
+    # until that handler ended. Outside a transaction, CONCURRENTLY, it waits and blocks nobody.
+    url = empty_postgres_url
+    with monkeypatch.context() as old:
+        _at_version(old, 12)
+        store = open_store(url)
+        assert store.migrate(NOW) == list(range(1, 13))
+    _defer(store, "in-a-handler")
+    held = _claim(store, NOW)
+    handler = psycopg.connect(url)  # a transactional handler's transaction, open throughout
+    handler.execute("SELECT id FROM oncely_occurrences FOR UPDATE").fetchall()
+    migrated: list[list[int]] = []
+    migrator = open_store(url)
+    applying = threading.Thread(target=lambda: migrated.append(migrator.migrate(NOW)))
+    applying.start()
+    try:
+        deadline = time.monotonic() + 10
+        while _waiting_migrations(url) == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert applying.is_alive()
+        assert _waiting_migrations(url) == 1
+
+        worked: list[object] = []
+
+        def version_12_worker() -> None:
+            _defer(store, "meanwhile")
+            claim = _claim(store, NOW + timedelta(seconds=1))
+            worked.append(store.book_success([claim], NOW + timedelta(seconds=2)))
+            worked.append(store.prune(NOW - timedelta(days=1), 100))
+
+        working = threading.Thread(target=version_12_worker)
+        working.start()
+        working.join(timeout=10)
+        stalled = working.is_alive()
+        handler.rollback()  # the handler ends: the migration may finish
+        working.join()
+        assert not stalled, "a version 12 worker waited on 0013 while it waited on a handler"
+        assert len(worked) == 2
+        assert worked[1] == 0  # nothing past retention yet
+    finally:
+        handler.close()
+        applying.join(timeout=30)
+    assert migrated == [[13]]
+    assert migrator.schema_version() == 13
+    assert store.book_success([held], NOW + timedelta(seconds=3)) == [held]
+    assert migrator.prune(NOW + timedelta(days=1), 100) == 2
+    migrator.close()
+    store.close()
+
+
+def test_migrations_outside_a_transaction_can_be_run_again() -> None:
+    # One is committed statement by statement and recorded after the last: a process lost in
+    # between left it unrecorded, and the next start runs each statement a second time.
+    outside = [m for m in migrations("postgres") if not m.transactional]
+    assert [m.version for m in outside] == [13]
+    for migration in outside:
+        for statement in migration.statements:
+            assert re.search(r"\bIF (NOT )?EXISTS\b", statement), (migration.name, statement)
+    (only,) = outside
+    assert only.statements == [
+        "DROP INDEX CONCURRENTLY IF EXISTS oncely_occurrences_prunable",
+        "DROP INDEX CONCURRENTLY IF EXISTS oncely_occurrences_recent",
+    ]

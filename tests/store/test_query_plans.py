@@ -4,9 +4,10 @@ Both failures these guard against were seen in bench/engine.py: SQLite, with sta
 many schedules and few occurrences, scanned every schedule on every tick; PostgreSQL, right after a
 burst (statistics still saying "nearly empty"), read and sorted the whole backlog on every claim.
 
-Pruning reads the partial index of finished occurrences (oncely_occurrences_prunable), oldest
-first, never sorts, and deletes by primary key: without it a sweep read the occurrence table until
-it had its batch, 61 ms at 300,000 rows and growing with history. The sweeps' one index serves
+Pruning reads an index by time, oldest first (on PostgreSQL oncely_occurrences_history, tenant by
+tenant; on SQLite the partial index of finished occurrences, oncely_occurrences_prunable), never
+sorts, and deletes by primary key: without one a sweep read the occurrence table until it had its
+batch, 61 ms at 300,000 rows and growing with history. The sweeps' one index serves
 their listing and their pruning.
 """
 
@@ -153,7 +154,7 @@ def test_postgres_housekeeping_reads_what_it_needs(postgres_url: str) -> None:
         # a batch of a sixth of the table: still no second pass over it, and no sort
         pruning = plan("prune_occurrences", NOW + timedelta(days=3650))
         assert "Index Scan using oncely_occurrences_pkey" in pruning, pruning
-        assert "using oncely_occurrences_prunable" in pruning, pruning
+        assert "using oncely_occurrences_history" in pruning, pruning
         assert "Limit" in pruning, pruning
         assert "Sort" not in pruning, pruning
         assert "Hash" not in pruning, pruning
@@ -163,6 +164,30 @@ def test_postgres_housekeeping_reads_what_it_needs(postgres_url: str) -> None:
         assert "Index Scan Backward using oncely_sweeps_finished" in listing, listing
         assert "Sort" not in listing, listing
         connection.rollback()
+
+
+def test_postgres_history_of_every_tenant_reads_each_tenant_newest_first(
+    postgres_url: str,
+) -> None:
+    # No index by time alone (0013): across tenants, history merges each tenant's newest rows,
+    # read through oncely_occurrences_history. A plan that read the table whole and sorted it
+    # took over a second for the latest 20 of a million.
+    statement = queries("postgres")["select_history"]
+    with psycopg.connect(postgres_url) as connection:
+        _store_postgres_schedules(connection, 200)
+        connection.execute(
+            "INSERT INTO oncely_occurrences (schedule_id, tenant, scheduled_for, status, run_after,"
+            " finished_at, created_at) SELECT s.id, 't' || (g % 3), now() - g * interval '1 s',"
+            " 'succeeded', now(), now(), now() FROM oncely_schedules s, generate_series(1, 300) g"
+        )
+        connection.execute("ANALYZE")
+        params = {"all_tenants": True, "tenant": "", "key": None, "since": None, "until": None,
+                  "status": None, "limit": 20}  # fmt: skip
+        plan = "\n".join(str(row[0]) for row in connection.execute(f"EXPLAIN {statement}", params))
+        connection.rollback()
+    assert "oncely_occurrences_history" in plan, plan
+    assert "Seq Scan on oncely_occurrences" not in plan, plan
+    assert "Bitmap" not in plan, plan
 
 
 def test_postgres_bookings_are_never_prepared_statements(postgres_url: str) -> None:

@@ -25,17 +25,19 @@ def driver_connection(given: Any) -> Any:
         return given.connection
     if isinstance(given, sqlite3.Connection):
         return given
-    home = type(given).__module__.split(".")[0]
-    if home == "psycopg":
+    # Every class it derives from: an application's own subclass of psycopg.Connection lives
+    # in the application's module, and was refused when only the class's own module was read.
+    homes = {cls.__module__.split(".")[0] for cls in type(given).__mro__}
+    if "psycopg" in homes:
         import psycopg
 
         if isinstance(given, psycopg.Cursor):
             return given.connection
         if isinstance(given, psycopg.Connection):
             return given
-    if home == "sqlalchemy":
+    if "sqlalchemy" in homes:
         return _sqlalchemy(given)
-    if home == "django":
+    if "django" in homes:
         return _django(given)
     raise ConfigurationError(
         f"connection={given!r} is not a connection oncely can write on; pass a psycopg 3 "

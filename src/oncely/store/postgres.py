@@ -56,18 +56,26 @@ class PostgresStore(PostgresConnections, SqlStore):
 
     def migrate(self, now: datetime) -> list[int]:
         applied: list[int] = []
-        with self._connect() as connection:
+        if self.schema_version() == len(migrations("postgres")):
+            # Every worker start migrates: an up-to-date schema costs it one read, not a
+            # connection of its own.
+            return applied
+        with self._session() as connection:
             connection.execute(self._sql["lock_migrations"])
             connection.execute(self._sql["create_migrations_table"])
             seen = {row["version"] for row in connection.execute(self._sql["applied_versions"])}
             for migration in migrations("postgres"):
                 if migration.version in seen:
                     continue
-                connection.execute(migration.sql.encode())
-                connection.execute(
-                    self._sql["record_migration"],
-                    {"version": migration.version, "name": migration.name, "applied_at": now},
-                )
+                record = {"version": migration.version, "name": migration.name, "applied_at": now}
+                if migration.transactional:
+                    with connection.transaction():
+                        connection.execute(migration.sql.encode())
+                        connection.execute(self._sql["record_migration"], record)
+                else:
+                    for statement in migration.statements:
+                        connection.execute(statement.encode())
+                    connection.execute(self._sql["record_migration"], record)
                 applied.append(migration.version)
         return applied
 

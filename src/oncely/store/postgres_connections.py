@@ -89,18 +89,28 @@ class PostgresConnections:
         port = f":{parts['port']}" if parts.get("port") else ""
         return f"{user}{parts.get('host') or 'localhost'}{port}/{parts.get('dbname') or ''}"
 
-    def _probe(self) -> None:
-        """Connect once, directly, before the pool opens: a database that cannot be reached
-        fails the first call at once, with psycopg's reason. Through the pool it failed after
-        the pool's 5 s wait with "couldn't get a connection after 5.00 sec", whatever the cause
-        (no such database, connection refused, a wrong password)."""
+    def _direct(self, *, autocommit: bool) -> Connection:
+        """One connection of its own, outside the pool. A database that cannot be reached fails
+        at once, with psycopg's reason: through the pool it failed after the pool's 5 s wait
+        with "couldn't get a connection after 5.00 sec", whatever the cause (no such database,
+        connection refused, a wrong password)."""
         try:
-            psycopg.connect(self.conninfo, connect_timeout=TIMEOUT_S, autocommit=True).close()
+            connection = psycopg.connect(
+                self.conninfo,
+                autocommit=autocommit,
+                connect_timeout=TIMEOUT_S,
+                row_factory=dict_row,
+            )
         except psycopg.Error as exc:
             reason = " ".join(str(exc).split()) or type(exc).__name__
             raise StoreUnavailable(
                 f"cannot connect to PostgreSQL at {self._where()}: {reason}"
             ) from exc
+        _decode_safely(connection)
+        return connection
+
+    def _probe(self) -> None:
+        self._direct(autocommit=True).close()
 
     def _why_no_connection(self) -> StoreUnavailable:
         """Why the pool handed out no connection within its wait. The pool says only "couldn't
@@ -122,10 +132,13 @@ class PostgresConnections:
     def _opened_pool(self) -> ConnectionPool[Connection]:
         with self._pool_lock:
             if self._pool is None or self._pool_pid != os.getpid():
-                self._probe()
+                # The first connection, made here to fail at once with its reason, is the
+                # pool's first: a probe closed after cost every worker start a connection.
+                handover = [self._direct(autocommit=False)]
                 check = _IdleCheck()
                 self._pool = ConnectionPool(
                     self.conninfo,
+                    connection_class=_first_from(handover),
                     min_size=1,
                     max_size=self.max_size,
                     open=False,
@@ -160,6 +173,16 @@ class PostgresConnections:
                 yield connection
         except PoolTimeout as exc:
             raise self._why_no_connection() from exc
+        except psycopg.Error as exc:
+            raise store_error(exc) from exc
+
+    @contextmanager
+    def _session(self) -> Iterator[Connection]:
+        """A connection of its own, outside the pool, in autocommit: closed at the end, which
+        ends whatever it holds (session locks included)."""
+        try:
+            with self._direct(autocommit=True) as connection:
+                yield connection
         except psycopg.Error as exc:
             raise store_error(exc) from exc
 
@@ -244,6 +267,22 @@ class PostgresConnections:
             pool, self._pool = self._pool, None
         if pool is not None and self._pool_pid == os.getpid():
             pool.close()
+
+
+def _first_from(handover: list[Connection]) -> type[Connection]:
+    """A connection class for the pool whose ``connect`` returns the connections in
+    ``handover`` first; every connection it makes is a plain `psycopg.Connection`, as handlers
+    see ``run.connection``."""
+
+    class FirstHandedOver(psycopg.Connection[dict[str, Any]]):
+        @classmethod
+        def connect(cls, conninfo: str = "", **kwargs: Any) -> Any:
+            try:
+                return handover.pop()
+            except IndexError:
+                return psycopg.Connection.connect(conninfo, **kwargs)
+
+    return FirstHandedOver
 
 
 def store_error(exc: psycopg.Error) -> StoreError:

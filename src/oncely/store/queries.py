@@ -13,15 +13,35 @@ from importlib import resources
 
 DIALECTS = ("sqlite", "postgres")
 _HEADER = re.compile(r"^-- name: ([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
+#: The first line of a PostgreSQL migration that must run outside a transaction block, as
+#: ``CREATE INDEX CONCURRENTLY`` and ``DROP INDEX CONCURRENTLY`` must.
+OUTSIDE_A_TRANSACTION = "-- oncely: outside a transaction"
 
 
 @dataclass(frozen=True, slots=True)
 class Migration:
-    """One numbered, forward-only schema change."""
+    """One numbered, forward-only schema change.
+
+    A transactional migration applies whole or not at all. One marked `OUTSIDE_A_TRANSACTION`
+    runs its `statements` one by one, each committed on its own; a process lost between two of
+    them leaves the migration unrecorded, and the next start runs every statement again, so each
+    must be idempotent (``IF EXISTS``, ``IF NOT EXISTS``).
+    """
 
     version: int
     name: str
     sql: str
+
+    @property
+    def transactional(self) -> bool:
+        return not self.sql.startswith(OUTSIDE_A_TRANSACTION)
+
+    @property
+    def statements(self) -> list[str]:
+        """The statements, without comment lines: each ends with ``;`` at the end of a line."""
+        code = "\n".join(line for line in self.sql.splitlines() if not line.startswith("--"))
+        parts = re.split(r";\s*$", code, flags=re.MULTILINE)
+        return [part.strip() for part in parts if part.strip()]
 
 
 @cache

@@ -6,8 +6,9 @@ CREATE TABLE IF NOT EXISTS oncely_migrations (
 );
 
 -- name: lock_migrations
--- Two processes starting together both migrate; this transaction-scoped lock lines them up.
-SELECT pg_advisory_xact_lock(hashtext('oncely_migrations'));
+-- Two processes starting together both migrate; this lock lines them up. Held by the session (its
+-- own connection, closed after): a migration outside a transaction commits statement by statement.
+SELECT pg_advisory_lock(hashtext('oncely_migrations'));
 
 -- name: applied_versions
 SELECT version FROM oncely_migrations ORDER BY version;
@@ -229,17 +230,36 @@ ORDER BY o.run_after, o.id
 LIMIT 1;
 
 -- name: select_history
--- Each filter's NULL arm is spelled out: a NULL filter means "any", never "matches NULL".
-SELECT s.key, o.tenant, o.scheduled_for, o.status, o.attempts, o.started_at, o.finished_at,
-    o.worker, o.error, o.reason, o.local_wall, o.fold, o.dst_note, o.ordinal, o.origin, o.run_after,
-    o.lease_expires_at, o.fence
-FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
-WHERE (%(all_tenants)s OR o.tenant = %(tenant)s)
-  AND (%(key)s::text IS NULL OR s.key = %(key)s)
-  AND (%(since)s::timestamptz IS NULL OR o.scheduled_for >= %(since)s)
-  AND (%(until)s::timestamptz IS NULL OR o.scheduled_for < %(until)s)
-  AND (%(status)s::text IS NULL OR o.status = %(status)s)
-ORDER BY o.scheduled_for DESC, o.id DESC
+-- Each filter's NULL arm is spelled out: a NULL filter means "any", never "matches NULL". Newest
+-- first within each tenant, by oncely_occurrences_history (tenant, scheduled_for), and merged:
+-- the tenants are found by skipping through that index (one probe per tenant), and each gives at
+-- most LIMIT rows. An index by time alone would serve every tenant at once, and cost every claim
+-- and every booking one more index entry (2 workers drained a burst 4 to 13 per cent slower
+-- with one: migration 13).
+WITH RECURSIVE tenants (tenant) AS (
+    (SELECT tenant FROM oncely_occurrences
+     WHERE %(all_tenants)s OR tenant = %(tenant)s
+     ORDER BY tenant LIMIT 1)
+    UNION ALL
+    SELECT (SELECT o.tenant FROM oncely_occurrences o
+            WHERE %(all_tenants)s AND o.tenant > t.tenant
+            ORDER BY o.tenant LIMIT 1)
+    FROM tenants t WHERE t.tenant IS NOT NULL
+)
+SELECT h.* FROM tenants t CROSS JOIN LATERAL (
+    SELECT s.key, o.tenant, o.scheduled_for, o.status, o.attempts, o.started_at, o.finished_at,
+        o.worker, o.error, o.reason, o.local_wall, o.fold, o.dst_note, o.ordinal, o.origin,
+        o.run_after, o.lease_expires_at, o.fence, o.id
+    FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
+    WHERE o.tenant = t.tenant
+      AND (%(key)s::text IS NULL OR s.key = %(key)s)
+      AND (%(since)s::timestamptz IS NULL OR o.scheduled_for >= %(since)s)
+      AND (%(until)s::timestamptz IS NULL OR o.scheduled_for < %(until)s)
+      AND (%(status)s::text IS NULL OR o.status = %(status)s)
+    ORDER BY o.scheduled_for DESC, o.id DESC
+    LIMIT %(limit)s
+) h
+ORDER BY h.scheduled_for DESC, h.id DESC
 LIMIT %(limit)s;
 
 -- name: select_history_of_key
@@ -692,18 +712,31 @@ LIMIT %(limit)s;
 -- name: prune_occurrences
 -- Finished occurrences only: pending, running and retrying ones are what the engine works from.
 -- NULL arm: one that never ran (skipped, invalid) has no finished_at; its scheduled_for stands
--- in. The oldest first, by the partial index oncely_occurrences_prunable: a batch reads about
--- its own rows, whatever the history's size. SKIP LOCKED leaves a row that a backfill is
--- re-arming right now. The ids go through an array, found once: as "id IN (subquery)" the
--- planner joined them to a second scan of the whole table.
+-- in. The oldest first within each tenant, by oncely_occurrences_history (tenant,
+-- scheduled_for), the tenants found by skipping through it (one probe each): a batch reads its
+-- own rows and the unfinished ones among them (few: a schedule keeps at most its lead ahead
+-- unstarted), whatever the history's size. SKIP LOCKED leaves a row that a backfill is re-arming
+-- right now. The ids go through an array, found once: as "id IN (subquery)" the planner joined
+-- them to a second scan of the whole table.
 DELETE FROM oncely_occurrences
 WHERE id = ANY(ARRAY(
-    SELECT id FROM oncely_occurrences
-    WHERE status IN ('succeeded', 'failed', 'skipped', 'abandoned', 'invalid')
-      AND scheduled_for < %(before)s AND (finished_at < %(before)s OR finished_at IS NULL)
-    ORDER BY scheduled_for
+    WITH RECURSIVE tenants (tenant) AS (
+        (SELECT tenant FROM oncely_occurrences ORDER BY tenant LIMIT 1)
+        UNION ALL
+        SELECT (SELECT o.tenant FROM oncely_occurrences o
+                WHERE o.tenant > t.tenant ORDER BY o.tenant LIMIT 1)
+        FROM tenants t WHERE t.tenant IS NOT NULL
+    )
+    SELECT p.id FROM tenants t CROSS JOIN LATERAL (
+        SELECT id FROM oncely_occurrences
+        WHERE tenant = t.tenant
+          AND status IN ('succeeded', 'failed', 'skipped', 'abandoned', 'invalid')
+          AND scheduled_for < %(before)s AND (finished_at < %(before)s OR finished_at IS NULL)
+        ORDER BY scheduled_for
+        LIMIT %(limit)s
+        FOR UPDATE SKIP LOCKED
+    ) p
     LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
 ));
 
 -- name: prune_sweeps
