@@ -145,6 +145,13 @@ class HandlerPool:
             coming = [b + _STALL_S - now for b in shared.started_at.values() if b + _STALL_S > now]
         return min(coming, default=None)
 
+    def _until_a_stall(self) -> float:
+        """Seconds until the next running handler counts as stalled (``shared.lock`` held);
+        _STALL_S when none runs, which only a claim taken meanwhile would change."""
+        now = time.monotonic()
+        coming = [b + _STALL_S - now for b in self.shared.started_at.values()]
+        return max(min((c for c in coming if c > 0), default=_STALL_S), 0.001)
+
     def _keeping_up(self) -> int:
         """Handler threads awake and not stalled (``shared.lock`` held)."""
         shared, now = self.shared, time.monotonic()
@@ -232,13 +239,12 @@ class HandlerPool:
                         not shared.ready or self._keeping_up() > self._threads_wanted()
                     ):
                         shared.idle += 1
-                        if shared.ready:
-                            # Left waiting for a running handler to stall, these claims need
-                            # the loop awake at that stall to dispatch them; it may have gone
-                            # to sleep counting this thread as busy, and three of twelve
-                            # claims waited there for its whole sleep.
-                            self._wake_loop()
-                        shared.work.wait()
+                        # Claims left waiting for a running handler to stall: this thread takes
+                        # one at that stall itself. The loop may be asleep past it, counting
+                        # this thread busy (three of twelve claims waited its whole sleep).
+                        # Waking the loop here instead, every idle thread each time it waited,
+                        # put the lag benchmark's p99 at 42 ms against 28 without it.
+                        shared.work.wait(self._until_a_stall() if shared.ready else None)
                         shared.idle -= 1
                     if self._stopping():
                         break
