@@ -72,13 +72,13 @@ def test_every_tenants_history_is_all_history_newest_first(
     since = until = None
     if window is not None:
         since, until = (NOW + timedelta(minutes=m) for m in sorted(window))
-    expected = [
+    newest_first = [
         (when, tenant, key, kind)
         for when, tenant, key, kind in sorted(written, reverse=True, key=lambda row: row[0])
         if (status is None or kind == status)
         and (since is None or when >= since)
         and (until is None or when < until)
-    ][:limit]
+    ]
     found = store.history(
         None,
         all_tenants=True,
@@ -87,14 +87,8 @@ def test_every_tenants_history_is_all_history_newest_first(
         since=since,
         until=until,  # type: ignore[arg-type]
     )
-    assert [(o.scheduled_for, o.tenant, o.key, o.status) for o in found] == expected
+    assert [(o.scheduled_for, o.tenant, o.key, o.status) for o in found] == newest_first[:limit]
     for tenant in TENANTS:
         mine = store.history(tenant, limit=limit, status=status, since=since, until=until)  # type: ignore[arg-type]
-        assert [(o.scheduled_for, o.key) for o in mine] == [
-            (when, key)
-            for when, owner, key, kind in sorted(written, reverse=True, key=lambda row: row[0])
-            if owner == tenant
-            and (status is None or kind == status)
-            and (since is None or when >= since)
-            and (until is None or when < until)
-        ][:limit]
+        theirs = [(when, key) for when, owner, key, _ in newest_first if owner == tenant]
+        assert [(o.scheduled_for, o.key) for o in mine] == theirs[:limit]
