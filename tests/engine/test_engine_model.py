@@ -458,7 +458,6 @@ class EngineModel(RuleBasedStateMachine):
             clock=self.clock,
             metrics=Metrics(),
             wake_loop=lambda: None,
-            stopping=lambda: False,
         )
         for claim in claims:
             finished = pool.run_one(Held(claim, engine.jobs[claim.job]))

@@ -46,6 +46,12 @@ class Dialect(Store):
         """Run query ``name`` with ``params`` (datetimes bound as the dialect stores them)."""
 
     @abstractmethod
+    def _ids(self, connection: Any, name: str, params: Mapping[str, Any]) -> set[int]:
+        """Run query ``name``, whose rows start with an id; return those ids. A booking returns
+        a row per occurrence: read whole, by name and in Python's types, those rows were more than
+        a quarter of a burst's booking time."""
+
+    @abstractmethod
     def _changed(self, connection: Any, name: str, params: Mapping[str, Any]) -> int:
         """Run statement ``name``, which returns no rows; return how many rows it changed."""
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import psycopg
 from psycopg.conninfo import make_conninfo
+from psycopg.rows import tuple_row
 
 from oncely.errors import StoreUnavailable
 from oncely.model import (
@@ -400,6 +401,11 @@ class PostgresStore(PostgresConnections, SqlStore):
         cursor = self._cursor_on(connection)
         cursor.execute(self._statement(name, params), params, prepare=_prepared(name))
         return cursor.fetchall()
+
+    def _ids(self, connection: Any, name: str, params: Mapping[str, Any]) -> set[int]:
+        cursor = connection.cursor(row_factory=tuple_row)
+        cursor.execute(self._statement(name, params), params, prepare=_prepared(name))
+        return {row[0] for row in cursor.fetchall()}
 
     def _changed(self, connection: Any, name: str, params: Mapping[str, Any]) -> int:
         cursor = self._cursor_on(connection)

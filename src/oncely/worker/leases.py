@@ -110,17 +110,21 @@ class Heartbeats:
         """Extend every held lease that has used a third of it, in one statement; return the
         seconds until the next one is due."""
         now = self._clock()
-        held = self._held()
-        due = [h for h in held if now >= heartbeat_at(h)]
+        # One snapshot: a claim added after it pokes the thread to look again (`poke`). Every
+        # look read all held claims a second time; with a thousand held, each look took the
+        # GIL from the handlers for as long again.
+        beats = [(heartbeat_at(h), h) for h in self._held()]
+        due = [h for at, h in beats if now >= at]
+        upcoming = [at for at, _ in beats if now < at]
         if due:
             leases = [(h.claim, now + h.job.lease) for h in due]
             kept = self._store().extend_leases(leases)
             for h, (claim, until) in zip(due, leases, strict=True):
                 if claim.occurrence_id in kept:
                     self._extended(h, claim, until)
+                    upcoming.append(until - h.job.lease * 2 / 3)
                 else:
                     self._lost(h, claim)
-        upcoming = [heartbeat_at(h) for h in self._held()]
         if not upcoming:
             return _LOOK_S
         return (min(upcoming) - self._clock()).total_seconds()

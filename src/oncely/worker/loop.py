@@ -104,7 +104,6 @@ class Worker:
             clock=self.clock,
             metrics=self.metrics,
             wake_loop=self._wake.set,
-            stopping=lambda: self._stopping,
         )
         self._cycle = Cycle(
             engine=lambda: self.engine,

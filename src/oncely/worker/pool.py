@@ -102,7 +102,6 @@ class HandlerPool:
         clock: Callable[[], datetime],
         metrics: Metrics,
         wake_loop: Callable[[], None],
-        stopping: Callable[[], bool],
     ) -> None:
         self.shared = shared
         self.concurrency = concurrency
@@ -110,11 +109,12 @@ class HandlerPool:
         self._clock = clock
         self._metrics = metrics
         self._wake_loop = wake_loop
-        self._stopping = stopping
+        self._stopped = False
 
     def stop(self) -> None:
         """Let idle threads end (running handlers end theirs when they return)."""
         with self.shared.work:
+            self._stopped = True
             self.shared.work.notify_all()
 
     def dispatch(self) -> None:
@@ -232,7 +232,7 @@ class HandlerPool:
         try:
             while True:
                 with shared.work:
-                    while not self._stopping() and (
+                    while not self._stopped and (
                         not shared.ready or self._keeping_up() > self._threads_wanted()
                     ):
                         shared.idle += 1
@@ -246,7 +246,7 @@ class HandlerPool:
                             (self._until_a_stall() or _STALL_S) if shared.ready else None
                         )
                         shared.idle -= 1
-                    if self._stopping():
+                    if self._stopped:
                         break
                     held = shared.ready.popleft()
                     began = time.monotonic()

@@ -519,13 +519,20 @@ RETURNING o.id;
 
 -- name: book_success
 -- Conditional on each attempt's fence: of two bookings of one attempt only the first counts, and
--- an attempt whose lease was taken over books nothing (a NULL fence never matches).
-UPDATE oncely_occurrences o
-SET status = 'succeeded', finished_at = %(now)s, error = NULL, lease_owner = NULL,
-    lease_expires_at = NULL
-FROM unnest(%(ids)s::bigint[], %(fences)s::bigint[]) AS v(id, fence)
-WHERE o.id = v.id AND o.status = 'running' AND o.fence = v.fence
-RETURNING o.id, o.schedule_id;
+-- an attempt whose lease was taken over books nothing (a NULL fence never matches). It sends
+-- notify_outcome's notice itself, once and only if it booked any: sent as a statement of its own
+-- it was one more round trip per booking.
+WITH booked AS (
+    UPDATE oncely_occurrences o
+    SET status = 'succeeded', finished_at = %(now)s, error = NULL, lease_owner = NULL,
+        lease_expires_at = NULL
+    FROM unnest(%(ids)s::bigint[], %(fences)s::bigint[]) AS v(id, fence)
+    WHERE o.id = v.id AND o.status = 'running' AND o.fence = v.fence
+    RETURNING o.id, o.schedule_id
+), told AS MATERIALIZED (
+    SELECT count(*) FROM (SELECT pg_notify('oncely_outcomes', '') FROM booked LIMIT 1) AS once
+)
+SELECT booked.id, booked.schedule_id FROM booked, told;
 
 -- name: book_one_success
 -- One attempt's success, conditional as book_success. Sent with the COMMIT of a transactional
