@@ -317,6 +317,24 @@ def test_backfill_refuses_what_it_cannot_do_and_adds_nothing(
 
 
 @pytest.mark.parametrize(
+    "trigger",
+    [oncely.every(hours=1), oncely.cron("0 9 * * *"), oncely.rrule("FREQ=DAILY;BYHOUR=9")],
+    ids=["every", "cron", "rrule"],
+)
+def test_backfill_from_the_first_instant_a_datetime_holds(
+    app: oncely.App, remind: oncely.Job, trigger: oncely.Trigger
+) -> None:
+    # Found by the public API fuzz: backfill computed the instant just before its start, and
+    # at datetime.min that raised OverflowError out of the call.
+    app.schedule(remind, trigger, key="edge")
+    first = datetime.min.replace(tzinfo=UTC)
+    at_first = app.backfill("edge", first, first)
+    added = app.backfill("edge", first, first + timedelta(days=2))
+    assert app.backfill("edge", first, first + timedelta(days=2)) == 0
+    assert len(app.history(key="edge", limit=1000)) == at_first + added
+
+
+@pytest.mark.parametrize(
     ("option", "value"),
     [
         ("lease", timedelta.max),

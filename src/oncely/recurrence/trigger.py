@@ -51,7 +51,7 @@ class Trigger(ABC):
 
     def instances_from(self, t: datetime) -> Iterator[Instance]:
         """Yield the instances at or after ``t`` (one firing exactly at ``t`` included)."""
-        return self._bounded(as_utc(t) - _RESOLUTION)
+        return self._bounded(_just_before(as_utc(t)))
 
     def next_instance_after(self, t: datetime) -> Instance | None:
         """Return the first instance strictly after ``t``, or None when the series has ended."""
@@ -78,7 +78,7 @@ class Trigger(ABC):
 
     def instances_within(self, a: datetime, b: datetime) -> Iterator[Instance]:
         """Yield the instances in [a, b]: from ``a`` included, up to and including ``b``."""
-        return self.instances_between(as_utc(a, "a") - _RESOLUTION, b)
+        return self.instances_between(_just_before(as_utc(a, "a")), b)
 
     def between(self, a: datetime, b: datetime) -> Iterator[datetime]:
         """Yield the firing instants in (a, b] (UTC), the same ones `next_after` chains through."""
@@ -92,3 +92,13 @@ class Trigger(ABC):
 
     def __hash__(self) -> int:
         return hash(self._definition())
+
+
+def _just_before(t: datetime) -> datetime:
+    """The instant one resolution step before ``t``, or ``t`` itself at the first instant a
+    datetime holds (year 1, where nothing fires): the step raised OverflowError out of
+    ``app.backfill(key, datetime.min, ...)``."""
+    try:
+        return t - _RESOLUTION
+    except OverflowError:
+        return t
