@@ -7,103 +7,35 @@ import sqlite3
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from oncely.errors import TransactionTooLong
-from oncely.model import (
-    Claim,
-    Claims,
-    Lease,
-    Materialisation,
-    Materialised,
-    Saving,
-    Schedule,
-    Skipped,
-    skip_cause,
-)
-from oncely.store import claiming, housekeeping, payloads, records
-from oncely.store.base import Item, SqlStore
+from oncely.model import Claim, Claims, Lease
+from oncely.store import claiming, housekeeping, records
 from oncely.store.dialect import Row
 from oncely.store.interface import Watch
 from oncely.store.queries import migrations, queries
-from oncely.store.records import occurrence_params, tenant_column
 from oncely.store.sqlite_connections import (
-    SqliteConnections,
     TransactionCut,
     current_transaction,
     in_transaction,
     statements,
     use_wal,
 )
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+from oncely.store.sqlite_schedules import SqliteSchedules
+from oncely.store.sqlite_values import bound, decoded, to_micros
 
 #: Longest a `transaction` (a transactional handler's) may hold the one write lock: every other
 #: writer, heartbeats and bookings included, waits for it. Past it the transaction is rolled
 #: back, the lock freed, and the block raises `TransactionTooLong`.
 TRANSACTION_MAX_S = 10.0
 
-
-def to_micros(t: datetime) -> int:
-    """Aware ``t`` as integer microseconds since the epoch (the SQLite time column type)."""
-    return (t - _EPOCH) // timedelta(microseconds=1)
-
-
-def _micros(t: datetime | None) -> int | None:
-    return None if t is None else to_micros(t)
-
-
-def from_micros(value: int) -> datetime:
-    """The aware UTC datetime of a time column."""
-    return _EPOCH + timedelta(microseconds=value)
-
-
-_TIME_COLUMNS = frozenset(
-    {
-        "next_run_at", "created_at", "updated_at", "scheduled_for", "started_at", "finished_at",
-        "run_after", "lease_expires_at", "expires_at", "first_seen_at", "last_seen_at",
-        "applied_at", "previous_finished_at", "at", "horizon", "before", "due", "paused_until",
-        "heartbeat_at",
-    }
-)  # fmt: skip
-
-
-_JSON_COLUMNS = frozenset({"payload", "trigger_spec"})
 #: Rows `SqliteStore.prune` deletes per write transaction.
 PRUNE_BATCH = 200
 
 
-def _bind(params: Mapping[str, Any]) -> dict[str, Any]:
-    """Query parameters for SQLite: every aware datetime becomes integer microseconds."""
-    return {k: to_micros(v) if isinstance(v, datetime) else v for k, v in params.items()}
-
-
-def _decoded(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
-    """The cursor's rows by column name, with time columns back as aware UTC datetimes and JSON
-    columns decoded (a stored value that does not decode becomes `Unreadable`)."""
-    rows = cursor.fetchall()
-    if not rows:
-        return []
-    # Which columns to convert is asked once per result, not once per row: per row, it was a
-    # tenth of a burst's claim time.
-    names = [column[0] for column in cursor.description]
-    times = [name for name in names if name in _TIME_COLUMNS]
-    texts = [name for name in names if name in _JSON_COLUMNS]
-    decoded = []
-    for row in rows:
-        values = dict(zip(names, row, strict=True))
-        for name in times:
-            if values[name] is not None:
-                values[name] = from_micros(values[name])
-        for name in texts:
-            if isinstance(values[name], str):
-                values[name] = payloads.decode(values[name])
-        decoded.append(values)
-    return decoded
-
-
-class SqliteStore(SqliteConnections, SqlStore):
+class SqliteStore(SqliteSchedules):
     """A store in one SQLite file; any number of processes on one machine may share it.
 
     Each thread keeps one connection for the store's life; writers are lined up by SQLite's
@@ -132,7 +64,7 @@ class SqliteStore(SqliteConnections, SqlStore):
                         connection.execute(statement)
                     record = {"version": migration.version, "name": migration.name}
                     connection.execute(
-                        self._sql["record_migration"], _bind({**record, "applied_at": now})
+                        self._sql["record_migration"], bound({**record, "applied_at": now})
                     )
                     applied.append(migration.version)
         return applied
@@ -143,133 +75,6 @@ class SqliteStore(SqliteConnections, SqlStore):
                 return 0
             versions = [row[0] for row in connection.execute(self._sql["applied_versions"])]
         return max(versions, default=0)
-
-    def save_schedules(
-        self, batch: Sequence[Saving], now: datetime, *, within: Any = None
-    ) -> list[Schedule]:
-        if not batch:
-            return []
-        params = records.batch_params(batch, now)
-        items = [(n, item, params[n]) for n, item in enumerate(batch)]
-        with self._write(within) as connection:
-            existing, horizon = self._locked_to_save(connection, items)
-            # The whole batch decided before any of it is written: an item refused late left
-            # the earlier ones written in the caller's transaction, for it to commit.
-            rows, occurrences, replaced_ids = self._decide(items, existing, horizon)
-            if replaced_ids:
-                supersede = {"ids": json.dumps(replaced_ids), "reason": records.SUPERSEDED}
-                self._changed(connection, "supersede_pending", supersede)
-            stamp = to_micros(now)
-            connection.executemany(
-                self._sql["upsert_schedules"],
-                [{**row, "next_run_at": _micros(row["next_run_at"]), "now": stamp} for row in rows],
-            )
-            if occurrences:
-                planned = records.saved_occurrences(occurrences, to_micros)
-                connection.executemany(
-                    self._sql["insert_saved_occurrences"], [{**p, "now": stamp} for p in planned]
-                )
-        saved = []
-        for item, row in zip(batch, rows, strict=True):
-            stored = existing.get((row["tenant"], row["key"]))
-            values = {
-                "status": row["status"], "next_run_at": row["next_run_at"], "updated_at": now,
-                "paused": False if stored is None else stored["paused"],
-                "created_at": now if stored is None else stored["created_at"],
-            }  # fmt: skip
-            saved.append(records.saved(values, item))
-        return saved
-
-    def _locked_to_save(
-        self, connection: sqlite3.Connection, items: Sequence[Item]
-    ) -> tuple[dict[tuple[str, str], Row], datetime | None]:
-        """The stored rows of the keyed ``items`` and the history horizon, in one statement;
-        none when every item is keyless (a new random key: nothing can be stored under it)."""
-        pairs = [[p["tenant"], p["key"]] for _, item, p in items if not item.keyless]
-        existing: dict[tuple[str, str], Row] = {}
-        horizon: datetime | None = None
-        if pairs:
-            locking = {"pairs": json.dumps(pairs)}
-            for found in self._rows(connection, "lock_schedules_to_save", locking):
-                existing[found["tenant"], found["key"]] = found
-                horizon = found["horizon"]
-        return existing, horizon
-
-    def materialise_many(self, batch: Sequence[Materialisation], now: datetime) -> Materialised:
-        if not batch:
-            return Materialised()
-        new, skipped = 0, list[Skipped]()
-        with self._write() as connection:
-            for item in batch:
-                done = self._materialise_one(connection, item, now)
-                new += done.new
-                skipped += done.skipped
-        return Materialised(new, skipped)
-
-    def _materialise_one(
-        self, connection: sqlite3.Connection, item: Materialisation, now: datetime
-    ) -> Materialised:
-        stored_tenant = tenant_column(item.tenant)
-        advance = {
-            "tenant": stored_tenant,
-            "key": item.key,
-            "expected": item.expected_next_run_at,
-            "next_run_at": item.next_run_at,
-            "now": now,
-        }
-        row = self._row(connection, "advance_schedule", advance)
-        if row is None or not item.planned:
-            return Materialised()
-        schedule_id, job = row["id"], row["job"]
-        planned = item.planned
-        skipped: list[Skipped] = []
-        if item.stale_before is not None:
-            stale = {"schedule_id": schedule_id, "before": item.stale_before,
-                     "reason": item.stale_reason, "now": now}  # fmt: skip
-            superseded = self._changed(connection, "supersede_stale", stale)
-            skipped += [Skipped(job, "misfire")] * superseded
-        if item.overlap != "allow":
-            counts = self._row(connection, "in_progress", {"schedule_id": schedule_id})
-            assert counts is not None
-            planned = claiming.with_overlap(
-                planned, item.overlap, counts["waiting"], counts["running"], now
-            )
-        new = 0
-        # Skipped ones one at a time, each with its own change count: only what this call wrote
-        # counts (one there already is left as it is). They are the older ones, written first;
-        # the pending ones stay one executemany.
-        for p in planned:
-            if p.status == "skipped":
-                params = occurrence_params(schedule_id, stored_tenant, p, now)
-                if self._changed(connection, "insert_occurrence", params):
-                    new += 1
-                    skipped.append(Skipped(job, skip_cause(p.reason or "")))
-        pending = [p for p in planned if p.status == "pending"]
-        rows = [occurrence_params(schedule_id, stored_tenant, p, now) for p in pending]
-        new += self._changed_each(connection, "insert_occurrence", rows)
-        return Materialised(new, skipped)
-
-    def mark_invalid(
-        self, schedules: Sequence[tuple[str | None, str, str]], now: datetime
-    ) -> list[tuple[str | None, str]]:
-        stopped: list[tuple[str | None, str]] = []
-        if not schedules:
-            return stopped
-        with self._write() as connection:
-            for tenant, key, reason in schedules:
-                params = {"tenant": tenant_column(tenant), "key": key}
-                found = self._row(connection, "lock_schedule", params)
-                if found is None or found["status"] != "active":
-                    continue
-                change = {"schedule_id": found["id"], "reason": reason, "now": now}
-                self._changed(connection, "mark_invalid", change)
-                if found["next_run_at"] is not None:
-                    invalid = claiming.invalid_occurrence_params(
-                        found["id"], params["tenant"], found["next_run_at"], reason, now
-                    )
-                    self._changed(connection, "insert_occurrence", invalid)
-                stopped.append((tenant, key))
-        return stopped
 
     def claim_due(
         self,
@@ -410,19 +215,19 @@ class SqliteStore(SqliteConnections, SqlStore):
         return True
 
     def _rows(self, connection: Any, name: str, params: Mapping[str, Any]) -> list[Row]:
-        return _decoded(connection.execute(self._sql[name], _bind(params)))
+        return decoded(connection.execute(self._sql[name], bound(params)))
 
     def _ids(self, connection: Any, name: str, params: Mapping[str, Any]) -> set[int]:
-        return {row[0] for row in connection.execute(self._sql[name], _bind(params))}
+        return {row[0] for row in connection.execute(self._sql[name], bound(params))}
 
     def _changed(self, connection: Any, name: str, params: Mapping[str, Any]) -> int:
-        changed: int = connection.execute(self._sql[name], _bind(params)).rowcount
+        changed: int = connection.execute(self._sql[name], bound(params)).rowcount
         return changed
 
     def _changed_each(self, connection: Any, name: str, params: Sequence[Mapping[str, Any]]) -> int:
         if not params:
             return 0
-        changed: int = connection.executemany(self._sql[name], map(_bind, params)).rowcount
+        changed: int = connection.executemany(self._sql[name], map(bound, params)).rowcount
         return changed
 
     def _keep_attempt(self, connection: Any, occurrence_id: int, outcome: str) -> None:
