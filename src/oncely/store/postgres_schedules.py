@@ -4,7 +4,7 @@ occurrences, and stopping those whose stored rule no longer reads."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -110,7 +110,7 @@ class PostgresSchedules(PostgresConnections, SqlStore):
         rows = [{**row, "next_run_at": _iso(row["next_run_at"]), "now": None} for row in decided]
         occurrences = records.saved_occurrences(planned, datetime.isoformat)
         if replaced_ids:
-            supersede = {"ids": bigint_array(replaced_ids), "reason": records.SUPERSEDED}
+            supersede = {"ids": self._ints(replaced_ids), "reason": records.SUPERSEDED}
             connection.execute(self._sql["supersede_pending"], supersede)
         upsert = self._cursor_on(connection)
         saving = {"rows": json.dumps(rows), "occurrences": json.dumps(occurrences), "now": now}
@@ -223,13 +223,6 @@ class PostgresSchedules(PostgresConnections, SqlStore):
 
 def _iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
-
-
-def bigint_array(values: Iterable[int]) -> str:
-    """``values`` as a PostgreSQL array literal, for the ``::bigint[]`` ids and fences of a
-    batch: psycopg dumps a list element by element in Python, which was a tenth of a burst's
-    loop in a profile."""
-    return "{" + ",".join(str(int(value)) for value in values) + "}"
 
 
 def _each_row(

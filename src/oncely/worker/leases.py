@@ -122,7 +122,7 @@ class Heartbeats:
             for h, (claim, until) in zip(due, leases, strict=True):
                 if claim.occurrence_id in kept:
                     self._extended(h, claim, until)
-                    upcoming.append(until - h.job.lease * 2 / 3)
+                    upcoming.append(heartbeat_at(h))
                 else:
                     self._lost(h, claim)
         if not upcoming:
