@@ -120,3 +120,39 @@ def test_a_refused_wake_up_channel_delays_neither_bookings_nor_heartbeats(
         app_direct.close()
         other.close()
         app.close()
+
+
+def test_a_change_committed_before_the_channel_listens_is_not_missed(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The channel opens late (a slow server, a refused connection retried): a timer deferred
+    # after the loop's first look and before LISTEN sent a notice nobody heard. Opening the
+    # channel makes the loop look again; without that it slept its whole wake_cap.
+    from oncely.store.postgres import PostgresStore
+
+    opened = threading.Event()
+    watch = PostgresStore.watch
+
+    def late_watch(self: PostgresStore, *args: object, **kwargs: object) -> object:
+        opened.wait(20)
+        return watch(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(PostgresStore, "watch", late_watch)
+    app = oncely.App(postgres_url)
+    ran: list[datetime] = []
+    app.job(name="ping")(lambda run: ran.append(_now()))
+    other = oncely.App(postgres_url)
+    other.job(name="ping")(lambda run: None)
+    with serving(app, wake_cap=30.0) as worker:
+        eventually(lambda: worker.health.status()[0] == 200, what="the loop's first turn")
+        time.sleep(0.5)  # the loop sleeps now, until its 30 s cap
+        deferred = _now()
+        other.defer("ping", at=deferred, key="ping")
+        time.sleep(0.5)
+        assert not ran
+        opened.set()
+        eventually(lambda: ran, timeout=10, what="the ping deferred before the channel listened")
+    print(f"ran {(ran[0] - deferred).total_seconds():.2f} s after it was deferred")
+    assert (ran[0] - deferred).total_seconds() < 5.0
+    other.close()
+    app.close()

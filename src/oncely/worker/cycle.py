@@ -63,6 +63,7 @@ class Cycle:
         self._changed = True
         self._due_at: datetime | None = None
         self._prepared_at = float("-inf")
+        self._prepare_began: float | None = None  # monotonic; None before the first prepare
         # The first minute's check is the start's: the clock syncs and the code reconciles then.
         self._minutely_at = time.monotonic()
         self._started_at = clock()
@@ -76,6 +77,21 @@ class Cycle:
     def changed(self) -> None:
         """Something may have come due sooner: prepare again at the next turn."""
         self._changed = True
+
+    def listening_since(self, since: float) -> bool:
+        """The change channel listens from ``since`` (monotonic) on: prepare again at the next
+        turn if the last prepare began before it, since it may have missed a change no notice
+        announced; return whether it will.
+
+        A prepare begun since reads every change committed before the channel listened, and a
+        later one is announced. Preparing again after every first open cost each start of a
+        worker a prepare in its first burst's claims.
+        """
+        began = self._prepare_began
+        missed = began is not None and began < since
+        if missed:
+            self._changed = True
+        return missed
 
     def turn(self, *, draining: bool) -> float:
         """One turn of the loop; returns how many seconds it may sleep."""
@@ -125,6 +141,7 @@ class Cycle:
         ahead_to = None
         if prepare:
             self._changed = False
+            self._prepare_began = time.monotonic()
             # Only the next due time, and only in the lead before it: a plan "ahead" to a time
             # seconds away treated every occurrence until then as missed and skipped all but
             # the newest.

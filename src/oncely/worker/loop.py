@@ -127,7 +127,9 @@ class Worker:
             forget=self._shared.forget,
             busy=lambda: self._cycle.step,
         )
-        self._changes = ChangeChannel(lambda: self.store, self._on_change, wake_cap=wake_cap)
+        self._changes = ChangeChannel(
+            lambda: self.store, self._on_change, self._on_listening, wake_cap=wake_cap
+        )
         self._signals = Signals(self.stop, lambda: self._stopping)
         self.metrics.in_flight_from(lambda: self.in_flight)
         self.metrics.schedules_from(ScheduleStates(self._schedule_states))
@@ -274,6 +276,10 @@ class Worker:
     def _on_change(self) -> None:
         self._cycle.changed()
         self._wake.set()
+
+    def _on_listening(self, since: float) -> None:
+        if self._cycle.listening_since(since):
+            self._wake.set()
 
     def _finish_draining(self) -> None:
         if self._engine is None:

@@ -295,7 +295,8 @@ class HandlerPool:
         """Run ``held``'s attempt; return what is left to book (None: nothing, or booked)."""
         engine = self._engine()
         executor, job = engine.executor, held.job
-        if self._clock() >= held.claim.lease_expires_at:
+        now = self._clock()
+        if now >= held.claim.lease_expires_at:
             # A claim that waited for a slot past its lease (the loop too starved to extend it)
             # may already run on another worker: starting it too ran an at_least_once
             # occurrence twice on a loaded machine with no worker killed. It is given back
@@ -322,7 +323,7 @@ class HandlerPool:
             started.claim = held.claim  # a heartbeat may have extended it meanwhile
         claim = held.claim
         if claim.attempt == 1:
-            self._metrics.lag(job.name, (self._clock() - claim.scheduled_for).total_seconds())
+            self._metrics.lag(job.name, (now - claim.scheduled_for).total_seconds())
         try:
             result = executor.call(started, job)
         except StoreError as exc:

@@ -13,6 +13,7 @@ import logging
 import os
 import select
 import threading
+import time
 from collections.abc import Callable
 
 from oncely.errors import OncelyError
@@ -64,7 +65,8 @@ class Wake:
 
 class ChangeChannel:
     """Keeps the store's change watch open from a daemon thread; calls ``on_change`` for each
-    notice, and once whenever the watch (re)opens, since notices may have been missed.
+    notice, and ``on_listening(since)`` whenever the watch (re)opens, with the monotonic time it
+    listens from: what was committed before it was not announced.
 
     ``store`` is called on the channel's thread only (opening it may wait on the database).
     A refused connection is logged once at WARNING and retried every ``retry_s``; the first
@@ -72,10 +74,16 @@ class ChangeChannel:
     """
 
     def __init__(
-        self, store: Callable[[], Store], on_change: Callable[[], None], *, wake_cap: float
+        self,
+        store: Callable[[], Store],
+        on_change: Callable[[], None],
+        on_listening: Callable[[float], None],
+        *,
+        wake_cap: float,
     ) -> None:
         self._store = store
         self._on_change = on_change
+        self._on_listening = on_listening
         self._wake_cap = wake_cap
         self._retry_s = min(wake_cap, _RETRY_MAX_S)
         self._again = threading.Event()
@@ -135,6 +143,6 @@ class ChangeChannel:
                         "oncely: the wake-up channel is back; changes wake this worker again"
                     )
                     refused = False
-                self._on_change()
+                self._on_listening(time.monotonic())
             self._again.wait(self._retry_s)
             self._again.clear()
