@@ -583,10 +583,11 @@ class Store(ABC):
         ``pause_after`` is a counter on the schedule, not a count of history; overlap checks and
         serial claims read only occurrences in progress; misfire reads the schedule's trigger and
         next run; explain's upcoming and running come from the schedule and running rows (its
-        recent outcomes simply reach back less far). One thing does change: a pruned row was what
-        made its (schedule, time) happen once, so a backfill of a range before ``before``, or a
-        defer saved again with the same key and time, records those occurrences anew and they
-        run. Raises `StoreUnavailable`.
+        recent outcomes simply reach back less far). A pruned row was what made its (schedule,
+        time) happen once; the horizon stands in for it: a backfill of a range that starts
+        before the horizon, and a defer that moves a timer (or an unscheduled timer's key) to a
+        time before it, raise `InvalidSchedule`, and a defer saved again with the same key and
+        time changes nothing (docs/operations/retention.md). Raises `StoreUnavailable`.
         """
 
     @abstractmethod
