@@ -57,8 +57,9 @@ class DatabaseClock:
         if sample is None:
             return wall()
         at, counted_from = sample
-        # Read three times per occurrence run: `at + timedelta(seconds=...)` parsed its keyword
-        # arguments on every read, a handler thread's largest cost after the handler itself.
+        # Read several times per occurrence run (the lease check, misfire, the lag):
+        # `at + timedelta(seconds=...)` parsed its keyword arguments on every read, a handler
+        # thread's largest cost after the handler itself.
         return datetime.fromtimestamp(at + (time.monotonic() - counted_from), UTC)
 
     @property
@@ -93,13 +94,13 @@ class DatabaseClock:
             self._sample = (at.timestamp(), midway)
             self._synced_at = time.monotonic()
         if kept is not None:
-            drift = at - datetime.fromtimestamp(kept[0] + (midway - kept[1]), UTC)
-            if abs(drift) > _NOTABLE:
+            drift_s = self._sample[0] - (kept[0] + (midway - kept[1]))
+            if abs(drift_s) > _NOTABLE.total_seconds():
                 log.warning(
                     "the time kept since the last sample is %.1f s %s the new sample; oncely "
                     "takes the new one (the database's clock, or this machine's, was stepped)",
-                    abs(drift.total_seconds()),
-                    "behind" if drift > timedelta(0) else "ahead of",
+                    abs(drift_s),
+                    "behind" if drift_s > 0 else "ahead of",
                 )
         if abs(self._offset) > _NOTABLE and abs(self._offset - previous) > _NOTABLE:
             log.warning(

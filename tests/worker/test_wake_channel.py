@@ -18,6 +18,7 @@ from _serving import eventually, serving
 
 import oncely
 from _proxy import TcpProxy
+from oncely.store.postgres import PostgresStore
 
 
 def _now() -> datetime:
@@ -128,14 +129,12 @@ def test_a_change_committed_before_the_channel_listens_is_not_missed(
     # The channel opens late (a slow server, a refused connection retried): a timer deferred
     # after the loop's first look and before LISTEN sent a notice nobody heard. Opening the
     # channel makes the loop look again; without that it slept its whole wake_cap.
-    from oncely.store.postgres import PostgresStore
-
     opened = threading.Event()
     watch = PostgresStore.watch
 
     def late_watch(self: PostgresStore, *args: object, **kwargs: object) -> object:
         opened.wait(20)
-        return watch(self, *args, **kwargs)  # type: ignore[arg-type]
+        return watch(self, *args, **kwargs)
 
     monkeypatch.setattr(PostgresStore, "watch", late_watch)
     app = oncely.App(postgres_url)
