@@ -92,6 +92,34 @@ def test_postgres_claims_read_the_claimable_index_in_order(postgres_url: str) ->
         connection.rollback()
 
 
+def test_postgres_claim_free_updates_what_it_picked_by_primary_key(postgres_url: str) -> None:
+    """With statistics that know the backlog, the planner joined the picked ids to a hash of the
+    whole occurrence table: every claim of a burst read all 20,000 rows, 9 of its 32 ms."""
+    sql = queries("postgres")
+    with psycopg.connect(postgres_url) as connection:
+        _store_postgres_schedules(connection, 20_000)
+        connection.execute(
+            "INSERT INTO oncely_occurrences (schedule_id, scheduled_for, status, run_after,"
+            " created_at) SELECT id, now() - interval '1 s', 'pending', now() - interval '1 s',"
+            " now() FROM oncely_schedules"
+        )
+        connection.execute("ANALYZE")
+        connection.execute(sql["prefer_ordered_scans"])
+        later = datetime.now(UTC) + timedelta(minutes=1)  # every row is due
+        params = {
+            "now": later, "due_by": later, "jobs": ["j"], "limit": 1000, "owner": "h#1",
+            "until": later,
+        }  # fmt: skip
+        for mode in ("force_custom_plan", "force_generic_plan"):
+            connection.execute(f"SET LOCAL plan_cache_mode = {mode}")
+            plan = "\n".join(
+                str(row[0]) for row in connection.execute(f"EXPLAIN {sql['claim_free']}", params)
+            )
+            assert "Seq Scan" not in plan, (mode, plan)
+            assert "Index Scan using oncely_occurrences_pkey" in plan, (mode, plan)
+        connection.rollback()
+
+
 def test_sqlite_housekeeping_reads_what_it_needs(sqlite_url: str) -> None:
     store = open_store(sqlite_url)
     store.migrate(NOW)
