@@ -16,9 +16,8 @@ LEAD_DECAY = 0.9
 # Claims waiting for a handler slot: about what the handlers get through in HORIZON_S, at
 # least one per slot, at most PREFETCH_MAX. More than twice that are given back for other
 # workers: a process that had claimed a burst of quick occurrences sat on the slow ones that
-# followed while an idle worker next to it had nothing to do. Quick handlers get through 1,024
-# in less than one turn of the loop takes: with that cap they sat idle for half of every turn,
-# and a burst of 20,000 drained a fifth slower than with 4,096.
+# followed while an idle worker next to it had nothing to do. The cap is above what quick
+# handlers get through in one turn of the loop: at 1,024 they sat idle for half of every turn.
 HORIZON_S = 1.0
 PREFETCH_MAX = 4096
 # Something due that this worker cannot claim yet (an occurrence buffered behind one another
