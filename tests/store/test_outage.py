@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 
 import psycopg
 import pytest
@@ -63,6 +63,36 @@ def test_calls_fail_fast_in_an_outage_and_succeed_after_it(proxy: tuple[TcpProxy
         assert time.monotonic() - started < 2.0  # not a wait for the pool's next retry
         for _ in range(5):  # every call, not only the first
             assert store.next_due_at() is None
+    finally:
+        store.close()
+
+
+def call_in_the_outage(store: PostgresStore) -> None:
+    """One call begun in the outage: it fails, or it is served once the server is back."""
+    with suppress(StoreUnavailable):
+        store.next_due_at()
+
+
+def test_a_call_once_the_server_is_back_does_not_wait_for_a_retry_in_backoff(
+    proxy: tuple[TcpProxy, str],
+) -> None:
+    # A call in the outage leaves the pool's attempts for it failed. Retried in the background
+    # with a backoff (after 1 s, then 2 more, ...), they kept the pool from trying again for the
+    # next call: made once the server was back, it waited for the next retry (past 5 s it
+    # failed, as make test saw under load).
+    cutter, url = proxy
+    store = PostgresStore(url)
+    try:
+        assert store.next_due_at() is None
+        cutter.cut()
+        during = threading.Thread(target=call_in_the_outage, args=(store,))
+        during.start()
+        time.sleep(1.3)  # its connection attempts have failed twice: the next, 2 s later
+        cutter.restore()
+        started = time.monotonic()
+        assert store.next_due_at() is None
+        assert time.monotonic() - started < 1.0
+        during.join(timeout=10)
     finally:
         store.close()
 

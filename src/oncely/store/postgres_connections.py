@@ -143,10 +143,11 @@ class PostgresConnections:
                     max_size=self.max_size,
                     open=False,
                     timeout=TIMEOUT_S,
-                    # The pool retries a failed connection attempt with a backoff that grows to
-                    # minutes; a call made once the server is back waited out that backoff and
-                    # failed. Giving up after one call's wait lets the next call try at once.
-                    reconnect_timeout=TIMEOUT_S,
+                    # A failed connection attempt is given up at once, not retried in the
+                    # background: a call made once the server was back waited for the pool's
+                    # next retry in its backoff, and past TIMEOUT_S it failed. Given up, every
+                    # call that finds no connection asks for one itself.
+                    reconnect_timeout=0,
                     check=check,
                     kwargs={"connect_timeout": TIMEOUT_S, "row_factory": dict_row},
                     configure=_decode_safely,
