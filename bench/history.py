@@ -129,6 +129,11 @@ def fill(store: str, url: str, occurrences: int) -> float:
     started = time.perf_counter()
     if store == "postgres":
         with psycopg.connect(url) as connection:
+            # The days the rows fall on, made first: a row finds its day's partition or fails.
+            connection.execute(
+                "SELECT oncely_add_partitions('oncely_occurrences', %s, %s)",
+                (NOW - (PER_SCHEDULE + 1) * DAY, CLAIM_AT + DAY),
+            )
             copy_rows(
                 connection, "oncely_schedules", SCHEDULE_COLUMNS,
                 schedule_rows(schedules, DAY, lead=timedelta(hours=1)),
@@ -352,17 +357,22 @@ def retention(app: oncely.App, store: str, url: str, runs: int) -> dict[str, Any
 def sizes(store: str, url: str) -> dict[str, Any]:
     """Bytes of the occurrence table, its heap and each of its indexes; the database's."""
     if store == "postgres":
+        # The table is partitioned by day: its sizes are its partitions' (the leaves of its
+        # tree), and each index's its partitions' copies of it.
         with psycopg.connect(url) as connection:
             total, heap, indexes, whole = connection.execute(
-                "SELECT pg_total_relation_size('oncely_occurrences'),"
-                " pg_relation_size('oncely_occurrences'), pg_indexes_size('oncely_occurrences'),"
-                " pg_database_size(current_database())"
+                "SELECT sum(pg_total_relation_size(relid)), sum(pg_relation_size(relid)),"
+                " sum(pg_indexes_size(relid)), pg_database_size(current_database())"
+                " FROM pg_partition_tree('oncely_occurrences') WHERE isleaf"
             ).fetchone() or (0, 0, 0, 0)
             each = connection.execute(
-                "SELECT c.relname, pg_relation_size(c.oid) FROM pg_index i"
-                " JOIN pg_class c ON c.oid = i.indexrelid"
+                "SELECT c.relname, (SELECT sum(pg_relation_size(t.relid))"
+                "   FROM pg_partition_tree(c.oid) t WHERE t.isleaf)"
+                " FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
                 " WHERE i.indrelid = 'oncely_occurrences'::regclass ORDER BY c.relname"
             ).fetchall()
+            total, heap, indexes = int(total or 0), int(heap or 0), int(indexes or 0)
+            each = [(name, int(size or 0)) for name, size in each]
         return {"table": total, "heap": heap, "indexes": indexes, "database": whole,
                 "each": dict(each), "method": "pg_relation_size"}  # fmt: skip
     with sqlite3.connect(url.removeprefix("sqlite:///")) as connection:

@@ -131,6 +131,11 @@ def fill(url: str, schedules: int, per: int, every: timedelta = timedelta(hours=
     return the seconds it took."""
     started = time.perf_counter()
     with psycopg.connect(url) as connection:
+        # The days the rows fall on, made first: a row finds its day's partition or fails.
+        connection.execute(
+            "SELECT oncely_add_partitions('oncely_occurrences', %s, %s)",
+            (NOW - (per + 1) * every - timedelta(hours=1), NOW + timedelta(days=1)),
+        )
         copy_rows(connection, "oncely_schedules", SCHEDULE_COLUMNS, schedule_rows(schedules, every))
         copy_rows(
             connection, "oncely_occurrences", OCCURRENCE_COLUMNS,

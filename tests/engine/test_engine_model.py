@@ -499,10 +499,15 @@ class EngineModel(RuleBasedStateMachine):
         before = self.clock() - retention
         while self.apps[1].store.prune(before, 1000) == 1000:
             pass
+        # What went: before `before` on SQLite, before the start of its day on PostgreSQL, which
+        # drops whole days (Store.prune).
+        gone = before
+        if self.apps[1].store.dialect == "postgres":
+            gone = before.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
         listed = {s.key for s in self.apps[0].schedules(job=self.job_name)}
         for key, deferred in self.keyless.items():
             ran = [c[3] for c in self.world.calls if c[1] == key]
-            if ran and max([*ran, deferred]) < before:
+            if ran and max([*ran, deferred]) < gone:
                 assert key not in listed, (key, "finished and pruned, yet still listed")
 
     # --- the invariants ----------------------------------------------------------------------
@@ -583,8 +588,17 @@ class EngineModel(RuleBasedStateMachine):
 
     def _busy(self, named: tuple[str | None, str], now: datetime) -> bool:
         """A crashed claim holds an occurrence of this timer under a live lease: its schedule is
-        serial, so nothing else of it runs until that lease runs out."""
-        return any((c.tenant, c.key) == named and c.lease_expires_at > now for c in self.held)
+        serial, so nothing else of it runs until that lease runs out. Or a sweep reclaimed it
+        after ``now`` (the clock stepped back since): its next attempt waits until then."""
+        swept = self.swept_at
+        return any(
+            (c.tenant, c.key) == named
+            and (
+                c.lease_expires_at > now
+                or (swept is not None and c.lease_expires_at <= swept and now < swept)
+            )
+            for c in self.held
+        )
 
     def _hourly_due_now(self) -> list[tuple[tuple[str | None, str], datetime]]:
         """The hourly occurrences a tick now must run: the newest, when it is within grace, was

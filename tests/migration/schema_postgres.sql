@@ -1,3 +1,40 @@
+CREATE FUNCTION public.oncely_add_partitions(parent regclass, first_at timestamp with time zone, last_at timestamp with time zone) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    day date := (first_at AT TIME ZONE 'UTC')::date;
+    last_day date := (last_at AT TIME ZONE 'UTC')::date;
+    partition text;
+    added integer := 0;
+BEGIN
+    WHILE day <= last_day LOOP
+        partition := 'oncely_occurrences_p' || to_char(day, 'YYYYMMDD');
+        IF to_regclass(partition) IS NULL THEN
+            -- Two sessions adding the same day take turns here, and the second finds it made:
+            -- taking a lock on a table also brings this session's view of the tables up to date
+            -- (an advisory lock does not, and the second failed on "already exists").
+            EXECUTE format('LOCK TABLE %s IN SHARE UPDATE EXCLUSIVE MODE', parent);
+            IF to_regclass(partition) IS NULL THEN
+                -- Made apart, then attached: CREATE TABLE ... PARTITION OF takes ACCESS
+                -- EXCLUSIVE on the parent and waits behind every open transaction on it;
+                -- ATTACH takes SHARE UPDATE EXCLUSIVE, which no claim or booking conflicts with.
+                EXECUTE format(
+                    'CREATE TABLE %I (LIKE %s INCLUDING DEFAULTS INCLUDING CONSTRAINTS)',
+                    partition, parent
+                );
+                EXECUTE format(
+                    'ALTER TABLE %s ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)',
+                    parent, partition,
+                    day::timestamp AT TIME ZONE 'UTC', (day + 1)::timestamp AT TIME ZONE 'UTC'
+                );
+                added := added + 1;
+            END IF;
+        END IF;
+        day := day + 1;
+    END LOOP;
+    RETURN added;
+END $$;
+
 CREATE TABLE public.oncely_actions (
     id bigint NOT NULL,
     at timestamp with time zone NOT NULL,
@@ -27,6 +64,7 @@ CREATE TABLE public.oncely_attempts (
     worker text,
     fence bigint,
     error text,
+    scheduled_for timestamp with time zone,
     CONSTRAINT oncely_attempts_outcome_check CHECK ((outcome = ANY (ARRAY['failed'::text, 'lost'::text])))
 );
 
@@ -94,7 +132,8 @@ CREATE TABLE public.oncely_occurrences (
     CONSTRAINT oncely_occurrences_origin_check CHECK ((origin = ANY (ARRAY['schedule'::text, 'trigger'::text, 'backfill'::text, 'defer'::text]))),
     CONSTRAINT oncely_occurrences_running_has_lease CHECK (((status <> 'running'::text) OR ((lease_expires_at IS NOT NULL) AND (fence IS NOT NULL)))),
     CONSTRAINT oncely_occurrences_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'running'::text, 'succeeded'::text, 'retrying'::text, 'failed'::text, 'skipped'::text, 'abandoned'::text, 'invalid'::text])))
-);
+)
+PARTITION BY RANGE (scheduled_for);
 
 ALTER TABLE public.oncely_occurrences ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     SEQUENCE NAME public.oncely_occurrences_id_seq
@@ -184,7 +223,7 @@ ALTER TABLE ONLY public.oncely_migrations
     ADD CONSTRAINT oncely_migrations_pkey PRIMARY KEY (version);
 
 ALTER TABLE ONLY public.oncely_occurrences
-    ADD CONSTRAINT oncely_occurrences_pkey PRIMARY KEY (id);
+    ADD CONSTRAINT oncely_occurrences_pkey PRIMARY KEY (id, scheduled_for);
 
 ALTER TABLE ONLY public.oncely_occurrences
     ADD CONSTRAINT oncely_occurrences_schedule_id_scheduled_for_key UNIQUE (schedule_id, scheduled_for);
@@ -205,13 +244,15 @@ CREATE INDEX oncely_actions_at ON public.oncely_actions USING btree (tenant, at,
 
 CREATE INDEX oncely_actions_schedule ON public.oncely_actions USING btree (tenant, key, at, id);
 
-CREATE INDEX oncely_occurrences_claimable ON public.oncely_occurrences USING btree (run_after, id) WHERE (status = ANY (ARRAY['pending'::text, 'retrying'::text]));
+CREATE INDEX oncely_attempts_scheduled ON public.oncely_attempts USING btree (scheduled_for);
 
-CREATE INDEX oncely_occurrences_history ON public.oncely_occurrences USING btree (tenant, scheduled_for);
+CREATE INDEX oncely_occurrences_claimable ON ONLY public.oncely_occurrences USING btree (run_after, id) WHERE (status = ANY (ARRAY['pending'::text, 'retrying'::text]));
 
-CREATE INDEX oncely_occurrences_in_progress ON public.oncely_occurrences USING btree (schedule_id) WHERE (status = ANY (ARRAY['pending'::text, 'running'::text, 'retrying'::text]));
+CREATE INDEX oncely_occurrences_history ON ONLY public.oncely_occurrences USING btree (tenant, scheduled_for);
 
-CREATE INDEX oncely_occurrences_leased ON public.oncely_occurrences USING btree (lease_expires_at) WHERE (status = 'running'::text);
+CREATE INDEX oncely_occurrences_in_progress ON ONLY public.oncely_occurrences USING btree (schedule_id) WHERE (status = ANY (ARRAY['pending'::text, 'running'::text, 'retrying'::text]));
+
+CREATE INDEX oncely_occurrences_leased ON ONLY public.oncely_occurrences USING btree (lease_expires_at) WHERE (status = 'running'::text);
 
 CREATE INDEX oncely_schedules_due ON public.oncely_schedules USING btree (next_run_at) WHERE ((status = 'active'::text) AND (NOT paused) AND (next_run_at IS NOT NULL));
 
@@ -224,9 +265,3 @@ CREATE INDEX oncely_schedules_stopped ON public.oncely_schedules USING btree (jo
 CREATE INDEX oncely_sweeps_finished ON public.oncely_sweeps USING btree (finished_at, id);
 
 CREATE INDEX oncely_workers_heartbeat ON public.oncely_workers USING btree (heartbeat_at);
-
-ALTER TABLE ONLY public.oncely_attempts
-    ADD CONSTRAINT oncely_attempts_occurrence_id_fkey FOREIGN KEY (occurrence_id) REFERENCES public.oncely_occurrences(id) ON DELETE CASCADE;
-
-ALTER TABLE ONLY public.oncely_occurrences
-    ADD CONSTRAINT oncely_occurrences_schedule_id_fkey FOREIGN KEY (schedule_id) REFERENCES public.oncely_schedules(id);

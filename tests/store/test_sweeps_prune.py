@@ -129,7 +129,9 @@ def test_prune_deletes_only_finished_occurrences_that_finished_before(store: Sto
 def test_prune_goes_in_batches_of_at_most_limit(store: Store) -> None:
     for n in range(7):
         finished(store, f"k{n}", OLD + n * MINUTE, "succeeded", OLD + (n + 1) * MINUTE)
-    assert [store.prune(BEFORE, 3) for _ in range(4)] == [3, 3, 1, 0]
+    batches = [store.prune(BEFORE, 3) for _ in range(4)]
+    # PostgreSQL drops the day's partition whole (Store.prune), SQLite deletes rows in batches.
+    assert batches == ([7, 0, 0, 0] if store.dialect == "postgres" else [3, 3, 1, 0])
     assert store.history(None) == []
 
 

@@ -160,7 +160,22 @@ class SqlStore(Bookings):
         rearm_skipped: bool = False,
         within: Any = None,
     ) -> int:
+        def write() -> int:
+            return self._add_occurrences(tenant, key, planned, now, rearm_skipped, within)
+
+        return self._inserting(write, within)
+
+    def _add_occurrences(
+        self,
+        tenant: str | None,
+        key: str,
+        planned: Sequence[Planned],
+        now: datetime,
+        rearm_skipped: bool,
+        within: Any,
+    ) -> int:
         stored_tenant = tenant_column(tenant)
+        self._before_inserting(p.instance.at for p in planned)
         with self._writing(within) as connection:
             found = self._row(connection, "schedule_id", {"tenant": stored_tenant, "key": key})
             if found is None:
@@ -340,6 +355,9 @@ class SqlStore(Bookings):
         with self._reading() as connection:
             rows = self._rows(connection, "select_actions", params)
         return [records.action(row) for row in rows]
+
+    def prepare_history(self, now: datetime) -> None:
+        """Nothing: a store without partitions has nothing to make ahead."""
 
     def history_horizon(self) -> datetime | None:
         with self._reading() as connection:

@@ -33,7 +33,7 @@ class Bookings(Dialect):
         return done
 
     def book_skipped(self, claim: Claim, now: datetime, reason: str) -> bool:
-        params = {"id": claim.occurrence_id, "fence": claim.fence, "now": now, "reason": reason}
+        params = {**self._claim(claim), "now": now, "reason": reason}
         with self._writing() as connection:
             skipped = self._row(connection, "book_skipped", params) is not None
             if skipped:
@@ -49,7 +49,7 @@ class Bookings(Dialect):
         retry_at: datetime | None,
         pause_after: int | None,
     ) -> Failure:
-        params = {"id": claim.occurrence_id, "fence": claim.fence, "now": now, "error": error}
+        params = {**self._claim(claim), "now": now, "error": error}
         with self._writing() as connection:
             if retry_at is not None:
                 retry = {**params, "retry_at": retry_at, "kept": records.ATTEMPTS_KEPT}
@@ -105,7 +105,13 @@ class Bookings(Dialect):
         params = {"now": now, "jobs": self._texts(sorted(jobs))}
         with self._picked("expired_of_jobs", params) as (connection, found):
             for row in found:
-                change = {"id": row["id"], "fence": row["fence"], "now": now, "reason": reason}
+                change = {
+                    "id": row["id"],
+                    "scheduled_for": row["scheduled_for"],
+                    "fence": row["fence"],
+                    "now": now,
+                    "reason": reason,
+                }
                 # Reported only when changed: a worker slow but alive may have extended the
                 # lease since it was read, and then it was not abandoned.
                 if self._changed(connection, "abandon", change):
@@ -176,9 +182,9 @@ class Bookings(Dialect):
     ) -> None:
         """Keep the attempts of lost workers that the ``admitted`` candidates reclaimed, before
         the claim starts the next attempt over them (and overwrites the row's)."""
-        lost = [c.occurrence_id for c in admitted if c.reclaimed]
+        lost = [c for c in admitted if c.reclaimed]
         if lost:
-            params = {"ids": self._ints(lost), "now": now, "kept": records.ATTEMPTS_KEPT}
+            params = {**self._candidates_of(lost), "now": now, "kept": records.ATTEMPTS_KEPT}
             self._changed(connection, "keep_lost_attempts", params)
 
     def _candidates(
@@ -209,6 +215,7 @@ class Bookings(Dialect):
                 row["schedule_id"],
                 row["job"],
                 reclaimed,
+                row["scheduled_for"],
                 ahead=bool(row.get("ahead")),
                 run_after=row.get("run_after"),
             )
@@ -254,7 +261,7 @@ class Bookings(Dialect):
             overlapped = claiming.overlapped(candidates, skip, busy, now)
             if overlapped:
                 skipping = {
-                    "ids": self._ints(c.occurrence_id for c in overlapped),
+                    **self._candidates_of(overlapped),
                     "reason": claiming.OVERLAP_SKIP_REASON,
                     "now": now,
                 }

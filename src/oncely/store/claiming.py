@@ -25,6 +25,8 @@ class Candidate:
     schedule_id: int
     job: str
     reclaimed: bool
+    # As the store reads it (the dialect's own type): with the id, it finds the row.
+    scheduled_for: Any
     # Pending, from the schedule, and written before it came due (materialised ahead).
     ahead: bool = False
     run_after: datetime | None = None

@@ -7,10 +7,10 @@
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from oncely.model import Claim
 from oncely.store.claiming import Candidate
@@ -18,6 +18,7 @@ from oncely.store.interface import Store
 
 #: A database row by column name, in Python's types: aware datetimes, decoded JSON.
 Row = dict[str, Any]
+T = TypeVar("T")
 
 
 class Dialect(Store):
@@ -87,7 +88,35 @@ class Dialect(Store):
 
     @abstractmethod
     def _claims(self, claims: Sequence[Claim]) -> dict[str, Any]:
-        """The parameters naming each claim's (occurrence id, fence)."""
+        """The parameters naming each claim's (occurrence id, fence), and the earliest and latest
+        of their scheduled times: on a store partitioned by time, those bound where to look."""
+
+    def _before_inserting(self, times: Iterable[datetime]) -> None:
+        """Make ready what writing occurrences scheduled at ``times`` needs, before the write
+        (PostgreSQL: their days' partitions); nothing by default."""
+
+    def _inserting(self, write: Callable[[], T], within: Any = None) -> T:
+        """``write()``, a write of occurrences in a transaction of its own (or ``within``'s);
+        a dialect may run it again when it failed for want of what `_before_inserting` makes."""
+        return write()
+
+    def _claim(self, claim: Claim) -> dict[str, Any]:
+        """The parameters naming one claim's row and attempt (id, scheduled time, fence)."""
+        return {
+            "id": claim.occurrence_id,
+            "scheduled_for": claim.scheduled_for,
+            "fence": claim.fence,
+        }
+
+    def _candidates_of(self, candidates: Sequence[Candidate]) -> dict[str, Any]:
+        """The parameters naming ``candidates``' rows: their ids, and the earliest and latest of
+        their scheduled times."""
+        times = [c.scheduled_for for c in candidates]
+        return {
+            "ids": self._ints(c.occurrence_id for c in candidates),
+            "earliest": min(times),
+            "latest": max(times),
+        }
 
     @abstractmethod
     def _leases_until(self, leases: Sequence[tuple[Claim, datetime]]) -> dict[str, Any]:

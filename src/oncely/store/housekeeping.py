@@ -49,6 +49,7 @@ def reclaim(values: Mapping[str, Any], budget: int, now: datetime) -> Reclaim:
     )
     params = {
         "id": values["id"],
+        "scheduled_for": values["scheduled_for"],
         "fence": values["fence"],
         "status": status,
         "error": error,
@@ -104,6 +105,7 @@ def orphan_params(
     """``fail_orphan`` parameters for one ``orphaned`` row."""
     return {
         "id": values["id"],
+        "scheduled_for": values["scheduled_for"],
         "fence": values["fence"],
         "now": now,
         "lost_before": lost_before,

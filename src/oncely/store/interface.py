@@ -562,6 +562,12 @@ class Store(ABC):
         """
 
     @abstractmethod
+    def prepare_history(self, now: datetime) -> None:
+        """Make ready what writing the next days' occurrences needs, ahead of time: on
+        PostgreSQL the partitions of today and the days after it (a write makes its day's
+        partition itself, in a transaction of its own, if none was made); nothing on SQLite."""
+
+    @abstractmethod
     def prune(self, before: datetime, limit: int) -> int:
         """Delete up to ``limit`` finished occurrences, and the sweeps, that finished before
         ``before``; return how many occurrences went (the caller repeats while it gets ``limit``).
@@ -588,6 +594,14 @@ class Store(ABC):
         before the horizon, and a defer that moves a timer (or an unscheduled timer's key) to a
         time before it, raise `InvalidSchedule`, and a defer saved again with the same key and
         time changes nothing (docs/operations/retention.md). Raises `StoreUnavailable`.
+
+        On PostgreSQL history goes by whole UTC days, and without deleting rows: the partition of
+        each day that ends by the start of ``before``'s day is detached and dropped, with the
+        attempts kept of its occurrences, once it holds nothing pending, running or retrying;
+        the count returned for it is the statistics' estimate of its rows (counted, for a day
+        never analyzed). A day that still holds such occurrences keeps its partition, and its
+        finished rows are deleted as above, up to ``limit``. The horizon is raised to the start
+        of ``before``'s day.
         """
 
     @abstractmethod

@@ -18,6 +18,7 @@ from oncely.store.dialect import Row
 from oncely.store.interface import Watch
 from oncely.store.listener import Listener
 from oncely.store.postgres_connections import KEEPALIVES, TIMEOUT_S, Connection
+from oncely.store.postgres_partitions import day_start
 from oncely.store.postgres_schedules import PostgresSchedules
 from oncely.store.queries import migrations, queries
 
@@ -118,12 +119,12 @@ class PostgresStore(PostgresSchedules):
             return []
         taken = self._rows(connection, "take_fences", {"count": len(admitted)})
         fences = _bigint_array(row["fence"] for row in taken)
-        ids = _bigint_array(c.occurrence_id for c in admitted)
-        starts = {"ids": ids, "fences": fences, "owner": owner, "until": until, "now": now}
+        rows_of = self._candidates_of(admitted)
+        starts = {**rows_of, "fences": fences, "owner": owner, "until": until, "now": now}
         self._keep_lost(connection, admitted, now)
         self._changed(connection, "start_attempts", starts)
         reclaimed = {c.occurrence_id for c in admitted if c.reclaimed}
-        rows = self._rows(connection, "select_claimed", {"ids": ids})
+        rows = self._rows(connection, "select_claimed", rows_of)
         return [claiming.claim(row, reclaimed) for row in rows]
 
     def _held(
@@ -132,6 +133,27 @@ class PostgresStore(PostgresSchedules):
         ids = {"ids": _bigint_array(schedule_ids)}
         locked = {row["id"] for row in self._rows(connection, "lock_schedules", ids)}
         return [c for c in candidates if c.schedule_id in locked]
+
+    def prepare_history(self, now: datetime) -> None:
+        self.make_days_ahead(now)
+
+    def prune(self, before: datetime, limit: int) -> int:
+        cut = day_start(before.astimezone(UTC).date())
+        with self._writing() as connection:
+            # Attempts a version 13 worker kept during a rolling deploy get their time first.
+            self._changed(connection, "date_attempts", {})
+            # Raised before any day goes: no defer may see a day gone while it is lower.
+            self._changed(connection, "raise_history_horizon", {"before": cut})
+        dropped, kept = self.drop_days_before(cut)
+        gone = {"before": cut, "limit": limit}
+        while True:  # the attempts of the days gone, each batch a transaction of its own
+            with self._writing() as connection:
+                if self._changed(connection, "prune_attempts", gone) < limit:
+                    break
+        with self._writing() as connection:
+            pruned = self._prune_occurrences(connection, cut, limit) if kept else 0
+            self._prune_the_rest(connection, cut, limit)
+        return dropped + pruned
 
     def acquire_lease(self, name: str, owner: str, ttl: timedelta, now: datetime) -> Lease | None:
         params = {"name": name, "owner": owner, "until": now + ttl, "now": now}
@@ -170,7 +192,7 @@ class PostgresStore(PostgresSchedules):
             yield connection, self._rows(connection, name, params)
 
     def commit_success(self, claim: Claim, now: datetime, *, within: Any) -> bool:
-        params = {"id": claim.occurrence_id, "fence": claim.fence, "now": now}
+        params = {**self._claim(claim), "now": now}
         try:
             with within.pipeline() if _PIPELINES else nullcontext():
                 within.execute(self._sql["book_one_success"], params)
@@ -231,9 +253,12 @@ class PostgresStore(PostgresSchedules):
         return _bigint_array(values)
 
     def _claims(self, claims: Sequence[Claim]) -> dict[str, Any]:
+        times = [c.scheduled_for for c in claims]
         return {
             "ids": _bigint_array(c.occurrence_id for c in claims),
             "fences": _bigint_array(c.fence for c in claims),
+            "earliest": min(times),
+            "latest": max(times),
         }
 
     def _leases_until(self, leases: Sequence[tuple[Claim, datetime]]) -> dict[str, Any]:

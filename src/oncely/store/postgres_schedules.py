@@ -14,11 +14,12 @@ from oncely.model import Materialisation, Materialised, Saving, Schedule, Skippe
 from oncely.store import claiming, records
 from oncely.store.base import Decision, SqlStore
 from oncely.store.dialect import Row
-from oncely.store.postgres_connections import Connection, PostgresConnections
+from oncely.store.postgres_connections import Connection
+from oncely.store.postgres_partitions import PostgresPartitions
 from oncely.store.records import SAVE_CHUNK, occurrence_params, tenant_column
 
 
-class PostgresSchedules(PostgresConnections, SqlStore):
+class PostgresSchedules(PostgresPartitions, SqlStore):
     """What `oncely.store.postgres.PostgresStore` writes of schedules (saves, materialising,
     invalid rules), apart from its claims, bookings and wake-up channel."""
 
@@ -27,7 +28,13 @@ class PostgresSchedules(PostgresConnections, SqlStore):
     ) -> list[Schedule]:
         if not batch:
             return []
+        return self._inserting(lambda: self._save_schedules(batch, now, within), within)
+
+    def _save_schedules(
+        self, batch: Sequence[Saving], now: datetime, within: Any
+    ) -> list[Schedule]:
         params = records.batch_params(batch, now)
+        self._before_inserting(p.instance.at for item in batch for p in item.occurrences)
         # Written in (tenant, key) order, the whole batch across its chunks: two batches of the
         # same new keys in opposite orders each took half of them and deadlocked on the rest.
         order = sorted(range(len(batch)), key=lambda n: (params[n]["tenant"], params[n]["key"]))
@@ -120,6 +127,12 @@ class PostgresSchedules(PostgresConnections, SqlStore):
     def materialise_many(self, batch: Sequence[Materialisation], now: datetime) -> Materialised:
         if not batch:
             return Materialised()
+        return self._inserting(lambda: self._materialise_many(batch, now))
+
+    def _materialise_many(self, batch: Sequence[Materialisation], now: datetime) -> Materialised:
+        # Before the transaction reads any occurrence: it would not see a day's partition made
+        # after that (see PostgresPartitions._inserting).
+        self._before_inserting(p.instance.at for item in batch for p in item.planned)
         with self._connect() as connection:
             wanted = {
                 "tenants": [tenant_column(item.tenant) for item in batch],
@@ -207,6 +220,9 @@ class PostgresSchedules(PostgresConnections, SqlStore):
             "reasons": [reason for _, _, reason in schedules],
             "now": now,
         }
+        return self._inserting(lambda: self._mark_invalid(params, now))
+
+    def _mark_invalid(self, params: dict[str, Any], now: datetime) -> list[tuple[str | None, str]]:
         with self._connect() as connection:
             stopped = self._rows(connection, "mark_invalid", params)
             invalid = [
@@ -216,6 +232,7 @@ class PostgresSchedules(PostgresConnections, SqlStore):
                 for row in stopped
                 if row["stopped_at"] is not None
             ]
+            self._before_inserting(row["scheduled_for"] for row in invalid)
             self._changed_each(connection, "insert_occurrence", invalid)
         found = sorted((row["tenant"], row["key"]) for row in stopped)
         return [(records.tenant_of(tenant), key) for tenant, key in found]

@@ -38,10 +38,22 @@ class Migration:
 
     @property
     def statements(self) -> list[str]:
-        """The statements, without comment lines: each ends with ``;`` at the end of a line."""
-        code = "\n".join(line for line in self.sql.splitlines() if not line.startswith("--"))
-        parts = re.split(r";\s*$", code, flags=re.MULTILINE)
-        return [part.strip() for part in parts if part.strip()]
+        """The statements, without comment lines: each ends with ``;`` at the end of a line,
+        outside a dollar-quoted body (a function's, a ``DO`` block's)."""
+        statements: list[str] = []
+        pending: list[str] = []
+        quoted = False
+        for line in self.sql.splitlines():
+            if line.startswith("--"):
+                continue
+            pending.append(line)
+            quoted ^= line.count("$$") % 2 == 1
+            if not quoted and line.rstrip().endswith(";"):
+                statements.append("\n".join(pending).strip().removesuffix(";").strip())
+                pending = []
+        if "\n".join(pending).strip():
+            statements.append("\n".join(pending).strip())
+        return statements
 
 
 @cache

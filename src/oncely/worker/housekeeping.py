@@ -82,6 +82,7 @@ class Housekeeping:
                 orphan.job,
             )
         store.forget_silent_workers(now - SILENT_WORKER_AFTER)
+        store.prepare_history(now)
         pruned = 0
         for _ in range(_PRUNE_BATCHES):
             batch = store.prune(now - self.retention, _PRUNE_BATCH)

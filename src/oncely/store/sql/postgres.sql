@@ -395,7 +395,7 @@ RETURNING s.id, s.tenant, s.key, locked.next_run_at AS stopped_at, locked.reason
 -- left to the sweep's ``reclaimable``: the OR of it here made every claim read the index entry of
 -- every running row, expired or not (1,000 of them per claim with 1,000 claims held).
 -- SKIP LOCKED: two claimers never wait on, or take, the same row.
-SELECT o.id, o.schedule_id, s.job
+SELECT o.id, o.schedule_id, s.job, o.scheduled_for
 FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.status = 'running' AND o.lease_expires_at <= %(now)s
   AND s.job = ANY(%(jobs)s::text[]) AND NOT s.paused AND s.status <> 'removed'
@@ -411,7 +411,7 @@ FOR UPDATE OF o SKIP LOCKED;
 -- ``exclude``: schedules an earlier round of the same claim already saw. Without it a backlog
 -- of one schedule filled every claim's limit with rows that could not run while its head ran,
 -- and every other schedule's due occurrence waited behind it.
-SELECT o.id, o.schedule_id, s.job, o.run_after,
+SELECT o.id, o.schedule_id, s.job, o.scheduled_for, o.run_after,
     (o.origin = 'schedule' AND o.status = 'pending' AND o.created_at < o.run_after) AS ahead
 FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.status IN ('pending', 'retrying') AND o.run_after <= %(due_by)s
@@ -428,7 +428,7 @@ FOR UPDATE OF o SKIP LOCKED;
 -- are one array, updated by primary key: joined to the CTE, once the statistics knew the backlog
 -- the planner hashed the whole occurrence table for every claim.
 WITH picked AS (
-    SELECT o.id
+    SELECT o.id, o.scheduled_for
     FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
     WHERE o.status IN ('pending', 'retrying') AND o.run_after <= %(due_by)s
       AND s.job = ANY(%(jobs)s::text[]) AND NOT s.paused AND s.status <> 'removed'
@@ -442,7 +442,8 @@ SET status = 'running', attempts = o.attempts + 1, lease_owner = %(owner)s,
     started_at = GREATEST(%(now)s::timestamptz, o.run_after),
     finished_at = NULL, worker = %(owner)s
 FROM oncely_schedules s
-WHERE o.id = ANY(ARRAY(SELECT id FROM picked)) AND s.id = o.schedule_id
+WHERE o.id = ANY(ARRAY(SELECT id FROM picked))
+  AND o.scheduled_for = ANY(ARRAY(SELECT scheduled_for FROM picked)) AND s.id = o.schedule_id
 RETURNING o.id, o.schedule_id, o.tenant, s.key, s.job, s.payload, o.scheduled_for, o.run_after,
     o.attempts, o.fence, o.lease_owner, o.lease_expires_at, o.origin, s.consecutive_failures;
 
@@ -458,7 +459,8 @@ FOR UPDATE SKIP LOCKED;
 -- Occurrences materialised ahead of their time whose schedule still ran another when they came
 -- due (overlap='skip'): skipped with the reason, as materialising at their time would have.
 UPDATE oncely_occurrences SET status = 'skipped', reason = %(reason)s, finished_at = %(now)s
-WHERE id = ANY(%(ids)s::bigint[]) AND status = 'pending'
+WHERE id = ANY(%(ids)s::bigint[]) AND scheduled_for BETWEEN %(earliest)s AND %(latest)s
+  AND status = 'pending'
 RETURNING id;
 
 -- name: busy_schedules
@@ -478,7 +480,7 @@ SET status = 'running', attempts = o.attempts + 1, lease_owner = %(owner)s,
     started_at = GREATEST(%(now)s::timestamptz, o.run_after), finished_at = NULL,
     worker = %(owner)s
 FROM unnest(%(ids)s::bigint[], %(fences)s::bigint[]) AS v(id, fence)
-WHERE o.id = v.id;
+WHERE o.id = v.id AND o.scheduled_for BETWEEN %(earliest)s AND %(latest)s;
 
 -- name: select_claimed
 -- previous_finished_at: when the schedule's occurrence before this one finished (one probe of
@@ -489,7 +491,7 @@ SELECT o.id, o.schedule_id, o.tenant, s.key, s.job, s.payload, o.scheduled_for, 
      WHERE p.schedule_id = o.schedule_id AND p.scheduled_for < o.scheduled_for
      ORDER BY p.scheduled_for DESC LIMIT 1) AS previous_finished_at
 FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
-WHERE o.id = ANY(%(ids)s::bigint[])
+WHERE o.id = ANY(%(ids)s::bigint[]) AND o.scheduled_for BETWEEN %(earliest)s AND %(latest)s
 ORDER BY o.run_after, o.id;
 
 -- name: expired_of_jobs
@@ -507,8 +509,8 @@ FOR UPDATE OF o SKIP LOCKED;
 UPDATE oncely_occurrences
 SET status = 'abandoned', finished_at = %(now)s, lease_owner = NULL, lease_expires_at = NULL,
     reason = %(reason)s
-WHERE id = %(id)s AND status = 'running' AND fence = %(fence)s
-  AND (lease_expires_at IS NULL OR lease_expires_at <= %(now)s);
+WHERE id = %(id)s AND scheduled_for = %(scheduled_for)s AND status = 'running'
+  AND fence = %(fence)s AND (lease_expires_at IS NULL OR lease_expires_at <= %(now)s);
 
 -- name: extend_leases
 -- Only the holder of an attempt's fence extends: a lease taken over is never given back. One
@@ -516,7 +518,8 @@ WHERE id = %(id)s AND status = 'running' AND fence = %(fence)s
 UPDATE oncely_occurrences o SET lease_expires_at = v.expires
 FROM unnest(%(ids)s::bigint[], %(fences)s::bigint[], %(untils)s::timestamptz[])
     AS v(id, fence, expires)
-WHERE o.id = v.id AND o.status = 'running' AND o.fence = v.fence
+WHERE o.id = v.id AND o.scheduled_for BETWEEN %(earliest)s AND %(latest)s AND o.status = 'running'
+  AND o.fence = v.fence
 RETURNING o.id;
 
 -- name: book_success
@@ -529,7 +532,8 @@ WITH booked AS (
     SET status = 'succeeded', finished_at = %(now)s, error = NULL, lease_owner = NULL,
         lease_expires_at = NULL
     FROM unnest(%(ids)s::bigint[], %(fences)s::bigint[]) AS v(id, fence)
-    WHERE o.id = v.id AND o.status = 'running' AND o.fence = v.fence
+    WHERE o.id = v.id AND o.scheduled_for BETWEEN %(earliest)s AND %(latest)s AND o.status = 'running'
+      AND o.fence = v.fence
     RETURNING o.id, o.schedule_id
 ), told AS MATERIALIZED (
     SELECT count(*) FROM (SELECT pg_notify('oncely_outcomes', '') FROM booked LIMIT 1) AS once
@@ -547,7 +551,8 @@ WITH booked AS (
     UPDATE oncely_occurrences
     SET status = 'succeeded', finished_at = %(now)s, error = NULL, lease_owner = NULL,
         lease_expires_at = NULL
-    WHERE id = %(id)s AND status IS NOT DISTINCT FROM 'running' AND fence = %(fence)s
+    WHERE id = %(id)s AND scheduled_for = %(scheduled_for)s
+      AND status IS NOT DISTINCT FROM 'running' AND fence = %(fence)s
     RETURNING id
 )
 SELECT 1 / count(*) AS booked FROM booked;
@@ -559,12 +564,16 @@ WITH booked AS (
     UPDATE oncely_occurrences
     SET status = 'retrying', run_after = %(retry_at)s, finished_at = %(now)s, error = %(error)s,
         lease_owner = NULL, lease_expires_at = NULL
-    WHERE id = %(id)s AND status = 'running' AND fence = %(fence)s
-    RETURNING id, schedule_id, attempts, started_at, finished_at, worker, fence, error
+    WHERE id = %(id)s AND scheduled_for = %(scheduled_for)s AND status = 'running'
+      AND fence = %(fence)s
+    RETURNING id, schedule_id, scheduled_for, attempts, started_at, finished_at, worker, fence,
+        error
 ), kept AS (
     INSERT INTO oncely_attempts
-        (occurrence_id, attempt, outcome, started_at, finished_at, worker, fence, error)
-    SELECT id, attempts, 'failed', started_at, finished_at, worker, fence, error FROM booked
+        (occurrence_id, scheduled_for, attempt, outcome, started_at, finished_at, worker, fence,
+         error)
+    SELECT id, scheduled_for, attempts, 'failed', started_at, finished_at, worker, fence, error
+    FROM booked
     WHERE attempts <= %(kept)s
     ON CONFLICT DO NOTHING
 )
@@ -580,19 +589,21 @@ SELECT 1;
 -- starts the next attempt over them, up to kept attempts of one occurrence. The row's error is
 -- the attempt before's: this one booked none, so it is written here.
 INSERT INTO oncely_attempts
-    (occurrence_id, attempt, outcome, started_at, finished_at, worker, fence, error)
-SELECT id, attempts, 'lost', started_at, %(now)s, worker, fence,
+    (occurrence_id, scheduled_for, attempt, outcome, started_at, finished_at, worker, fence, error)
+SELECT id, scheduled_for, attempts, 'lost', started_at, %(now)s, worker, fence,
     'worker ' || coalesce(lease_owner, worker, '(unknown)') || ' was lost during attempt '
         || attempts || ' (lease expired); another worker took the occurrence over'
-FROM oncely_occurrences
-WHERE id = ANY(%(ids)s::bigint[]) AND status = 'running' AND attempts <= %(kept)s
+FROM oncely_occurrences o
+WHERE id = ANY(%(ids)s::bigint[]) AND o.scheduled_for BETWEEN %(earliest)s AND %(latest)s AND status = 'running'
+  AND attempts <= %(kept)s
 ON CONFLICT DO NOTHING;
 
 -- name: book_failed
 UPDATE oncely_occurrences
 SET status = 'failed', finished_at = %(now)s, error = %(error)s, lease_owner = NULL,
     lease_expires_at = NULL
-WHERE id = %(id)s AND status = 'running' AND fence = %(fence)s
+WHERE id = %(id)s AND scheduled_for = %(scheduled_for)s AND status = 'running'
+  AND fence = %(fence)s
 RETURNING schedule_id;
 
 -- name: book_skipped
@@ -601,7 +612,8 @@ RETURNING schedule_id;
 UPDATE oncely_occurrences
 SET status = 'skipped', reason = %(reason)s, finished_at = %(now)s, attempts = attempts - 1,
     lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, worker = NULL
-WHERE id = %(id)s AND status = 'running' AND fence = %(fence)s
+WHERE id = %(id)s AND scheduled_for = %(scheduled_for)s AND status = 'running'
+  AND fence = %(fence)s
 RETURNING id;
 
 -- name: reset_failures
@@ -777,13 +789,17 @@ WITH reclaimed AS (
     SET status = %(status)s,
         run_after = CASE WHEN %(status)s = 'retrying' THEN %(now)s ELSE run_after END,
         finished_at = %(now)s, error = %(error)s, lease_owner = NULL, lease_expires_at = NULL
-    WHERE id = %(id)s AND status = 'running' AND fence IS NOT DISTINCT FROM %(fence)s::bigint
+    WHERE id = %(id)s AND scheduled_for = %(scheduled_for)s AND status = 'running'
+      AND fence IS NOT DISTINCT FROM %(fence)s::bigint
       AND (lease_expires_at IS NULL OR lease_expires_at <= %(now)s)
-    RETURNING id, schedule_id, status, attempts, started_at, finished_at, worker, fence, error
+    RETURNING id, schedule_id, scheduled_for, status, attempts, started_at, finished_at, worker,
+        fence, error
 ), kept AS (
     INSERT INTO oncely_attempts
-        (occurrence_id, attempt, outcome, started_at, finished_at, worker, fence, error)
-    SELECT id, attempts, 'lost', started_at, finished_at, worker, fence, error FROM reclaimed
+        (occurrence_id, scheduled_for, attempt, outcome, started_at, finished_at, worker, fence,
+         error)
+    SELECT id, scheduled_for, attempts, 'lost', started_at, finished_at, worker, fence, error
+    FROM reclaimed
     WHERE status = 'retrying' AND attempts <= %(kept)s
     ON CONFLICT DO NOTHING
 )
@@ -798,7 +814,8 @@ SET status = CASE WHEN o.attempts > 1 THEN 'retrying' ELSE 'pending' END,
     attempts = o.attempts - 1, lease_owner = NULL, lease_expires_at = NULL, started_at = NULL,
     finished_at = NULL, worker = NULL
 FROM unnest(%(ids)s::bigint[], %(fences)s::bigint[]) AS v(id, fence)
-WHERE o.id = v.id AND o.status = 'running' AND o.fence = v.fence
+WHERE o.id = v.id AND o.scheduled_for BETWEEN %(earliest)s AND %(latest)s AND o.status = 'running'
+  AND o.fence = v.fence
 RETURNING o.id;
 
 -- name: mark_left_running
@@ -806,7 +823,8 @@ RETURNING o.id;
 -- out on its own.
 UPDATE oncely_occurrences o SET reason = %(reason)s
 FROM unnest(%(ids)s::bigint[], %(fences)s::bigint[]) AS v(id, fence)
-WHERE o.id = v.id AND o.status = 'running' AND o.fence = v.fence
+WHERE o.id = v.id AND o.scheduled_for BETWEEN %(earliest)s AND %(latest)s AND o.status = 'running'
+  AND o.fence = v.fence
 RETURNING o.id;
 
 -- name: see_code_version
@@ -872,8 +890,8 @@ FOR UPDATE OF o SKIP LOCKED;
 UPDATE oncely_occurrences
 SET status = 'failed', finished_at = %(now)s, lease_owner = NULL, lease_expires_at = NULL,
     error = %(error)s
-WHERE id = %(id)s AND status = 'running' AND fence = %(fence)s
-  AND lease_expires_at <= %(lost_before)s;
+WHERE id = %(id)s AND scheduled_for = %(scheduled_for)s AND status = 'running'
+  AND fence = %(fence)s AND lease_expires_at <= %(lost_before)s;
 
 -- name: insert_action
 INSERT INTO oncely_actions (at, tenant, key, action, actor, reason, detail)
@@ -896,11 +914,13 @@ WITH retried AS (
     WHERE schedule_id = (SELECT id FROM oncely_schedules
                          WHERE tenant = %(tenant)s AND key = %(key)s)
       AND scheduled_for = %(scheduled_for)s AND status = 'failed'
-    RETURNING id, attempts, started_at, finished_at, worker, fence, error
+    RETURNING id, scheduled_for, attempts, started_at, finished_at, worker, fence, error
 ), kept AS (
     INSERT INTO oncely_attempts
-        (occurrence_id, attempt, outcome, started_at, finished_at, worker, fence, error)
-    SELECT id, attempts, 'failed', started_at, finished_at, worker, fence, error FROM retried
+        (occurrence_id, scheduled_for, attempt, outcome, started_at, finished_at, worker, fence,
+         error)
+    SELECT id, scheduled_for, attempts, 'failed', started_at, finished_at, worker, fence, error
+    FROM retried
     WHERE attempts BETWEEN 1 AND %(kept)s
     ON CONFLICT DO NOTHING
 )
@@ -972,3 +992,39 @@ SELECT attempt, outcome, started_at, finished_at, worker, fence, error
 FROM oncely_attempts
 WHERE occurrence_id = %(id)s
 ORDER BY attempt;
+
+-- name: add_partitions
+-- The day partitions (UTC) of occurrences from first_at's day to last_at's, those missing made
+-- (see migration 0014: made apart and attached, they block no claim or booking).
+SELECT oncely_add_partitions('oncely_occurrences', %(first_at)s, %(last_at)s) AS added;
+
+-- name: partitions
+-- The occurrences' day partitions, oldest first: each by its name (oncely_occurrences_pYYYYMMDD,
+-- the UTC day it holds), its rows as the statistics estimate them (-1: never analyzed), whether
+-- its detach was begun and not finished, and whether it is detached already (its drop was left
+-- for a later sweep).
+SELECT c.relname AS name, c.reltuples::bigint AS rows,
+    coalesce(i.inhdetachpending, false) AS detaching, i.inhrelid IS NULL AS detached
+FROM pg_class c LEFT JOIN pg_inherits i
+    ON i.inhrelid = c.oid AND i.inhparent = 'oncely_occurrences'::regclass
+WHERE c.relkind = 'r' AND c.relname LIKE 'oncely\_occurrences\_p%%'
+  AND c.relnamespace = (SELECT relnamespace FROM pg_class
+                        WHERE oid = 'oncely_occurrences'::regclass)
+ORDER BY c.relname;
+
+-- name: prune_attempts
+-- The attempts kept of occurrences scheduled before `before`: gone with their day's partition.
+DELETE FROM oncely_attempts
+WHERE ctid = ANY(ARRAY(SELECT ctid FROM oncely_attempts WHERE scheduled_for < %(before)s
+                       LIMIT %(limit)s));
+
+-- name: date_attempts
+-- Attempts a worker of schema version 13 kept (without their occurrence's time) get it: without
+-- it they would stay when their day's partition goes.
+UPDATE oncely_attempts a SET scheduled_for = o.scheduled_for
+FROM oncely_occurrences o
+WHERE a.scheduled_for IS NULL AND o.id = a.occurrence_id;
+
+-- name: occurrences_partitioned
+-- Whether oncely_occurrences is partitioned by day (schema version 14 and after).
+SELECT relkind = 'p' AS partitioned FROM pg_class WHERE oid = 'oncely_occurrences'::regclass;

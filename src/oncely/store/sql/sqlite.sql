@@ -302,7 +302,7 @@ WHERE id = :schedule_id;
 -- left to the sweep's ``reclaimable``: the OR of it here made every claim read the index entry of
 -- every running row, expired or not (1,000 of them per claim with 1,000 claims held).
 -- The caller holds the write lock, so no two claimers see the same row.
-SELECT o.id, o.schedule_id, s.job
+SELECT o.id, o.schedule_id, s.job, o.scheduled_for
 FROM oncely_occurrences o CROSS JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.status = 'running' AND o.lease_expires_at <= :now
   AND s.job IN (SELECT value FROM json_each(:jobs)) AND s.paused = 0 AND s.status <> 'removed'
@@ -316,7 +316,7 @@ LIMIT :limit;
 -- ``exclude``: schedules an earlier round of the same claim already saw. Without it a backlog
 -- of one schedule filled every claim's limit with rows that could not run while its head ran,
 -- and every other schedule's due occurrence waited behind it.
-SELECT o.id, o.schedule_id, s.job, o.run_after,
+SELECT o.id, o.schedule_id, s.job, o.scheduled_for, o.run_after,
     (o.origin = 'schedule' AND o.status = 'pending' AND o.created_at < o.run_after) AS ahead
 FROM oncely_occurrences o CROSS JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.status IN ('pending', 'retrying') AND o.run_after <= :due_by
@@ -329,7 +329,7 @@ LIMIT :limit;
 -- Occurrences of jobs that allow overlap waiting to run or to retry whose time has come, oldest
 -- first: all of them are admitted. The same query as claim_ready, kept apart so that a backlog of
 -- one serial schedule (admitted one at a time) never hides other jobs' due occurrences.
-SELECT o.id, o.schedule_id, s.job
+SELECT o.id, o.schedule_id, s.job, o.scheduled_for
 FROM oncely_occurrences o CROSS JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE o.status IN ('pending', 'retrying') AND o.run_after <= :due_by
   AND s.job IN (SELECT value FROM json_each(:jobs)) AND s.paused = 0 AND s.status <> 'removed'
@@ -797,3 +797,23 @@ SELECT attempt, outcome, started_at, finished_at, worker, fence, error
 FROM oncely_attempts
 WHERE occurrence_id = :id
 ORDER BY attempt;
+
+-- name: add_partitions
+-- Not used on SQLite, which has no partitions; defined so both dialects name the same queries.
+SELECT 0 AS added;
+
+-- name: partitions
+-- Not used on SQLite, which has no partitions; defined so both dialects name the same queries.
+SELECT NULL AS name, 0 AS rows, 0 AS detaching WHERE 0;
+
+-- name: prune_attempts
+-- Not used on SQLite: its attempts go with their occurrence (ON DELETE CASCADE).
+SELECT 0 WHERE 0;
+
+-- name: date_attempts
+-- Not used on SQLite: its attempts go with their occurrence (ON DELETE CASCADE).
+SELECT 0 WHERE 0;
+
+-- name: occurrences_partitioned
+-- Not used on SQLite, which has no partitions; defined so both dialects name the same queries.
+SELECT 0 AS partitioned;
