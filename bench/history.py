@@ -437,8 +437,14 @@ def machine() -> str:
 
 
 def run(
-    scales: list[str], stores: list[str], runs: int, server: str, prefix: str
+    scales: list[str],
+    stores: list[str],
+    runs: int,
+    server: str,
+    prefix: str,
+    most: dict[str, str] | None = None,
 ) -> dict[str, Any]:
+    """Every scale of ``scales`` on every store, except above a store's ``most`` scale."""
     document: dict[str, Any] = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"), "runs": runs,
         "command": " ".join(["bench/history.py", *sys.argv[1:]]), "machine": machine(),
@@ -450,6 +456,12 @@ def run(
         by_scale: dict[str, Any] = {}
         for scale in scales:
             occurrences = parse_scale(scale)
+            ceiling = (most or {}).get(store)
+            if ceiling is not None and occurrences > parse_scale(ceiling):
+                reason = f"above --most {store}={ceiling}"
+                harness.say(f"[history] {store} {scale} skipped: {reason}")
+                document["skipped"].append({"store": store, "scale": scale, "reason": reason})
+                continue
             per_occurrence = ASSUMED_BYTES
             if by_scale:
                 first = next(iter(by_scale.values()))
@@ -486,13 +498,21 @@ def main() -> None:
         default=f"bench_history_{os.getpid()}",
         help="PostgreSQL databases: PREFIX_SCALE (default: bench_history_PID)",
     )
+    parser.add_argument(
+        "--most",
+        nargs="+",
+        default=[],
+        metavar="STORE=SCALE",
+        help="a store's largest scale, e.g. sqlite=10m (filling SQLite with 50m takes an hour)",
+    )
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures here")
     parser.add_argument("--write", type=Path, metavar="PAGE", help="update PAGE's section")
     args = parser.parse_args()
     if not 1 <= args.runs <= PER_SCHEDULE // 2:
         parser.error(f"--runs must be 1 to {PER_SCHEDULE // 2}: each run deletes two days")
+    most = dict(item.split("=", 1) for item in args.most)
     document = run(args.scale.split(","), args.stores, args.runs, args.server,
-                   args.database_prefix)  # fmt: skip
+                   args.database_prefix, most)  # fmt: skip
     from _report_page import history_section, replace_section
 
     section = history_section(document)
