@@ -8,7 +8,9 @@ PostgreSQL, at reconcile; a lone surrogate escaped as UnicodeEncodeError).
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any, cast, get_args
 
 from oncely.errors import ConfigurationError, InvalidSchedule
@@ -21,6 +23,8 @@ TENANT_BYTES = 256
 #: ``explain(upcoming=, recent=)`` and ``history(limit=)`` at most.
 MAX_LISTED = 1_000_000
 _STATUSES = get_args(OccurrenceStatus)
+#: The statuses an occurrence ends in: history of these is pruned, the others never are.
+FINAL_STATUSES = ("succeeded", "failed", "skipped", "abandoned", "invalid")
 #: The durations `duration` reads, for messages that say what to write.
 DURATIONS = "a whole number and m, h, d or w (30m, 12h, 7d, 2w)"
 _DURATION = re.compile(r"(\d+)\s*([mhdw])", re.IGNORECASE)
@@ -44,16 +48,50 @@ def duration(text: str) -> timedelta | None:
         return None
 
 
-def checked_retention(value: Any, name: str = "retention") -> timedelta:
-    """``value`` as how long history is kept: a positive timedelta, or a `duration` such as
-    ``"30d"``; else `ConfigurationError` naming ``name`` and what to give."""
-    kept = duration(value) if isinstance(value, str) else value
-    if not isinstance(kept, timedelta) or kept <= timedelta(0):
-        raise ConfigurationError(
-            f"{name}={shown(value)}: give how long to keep history, a timedelta or {DURATIONS}, "
-            "more than 0"
-        )
-    return kept
+@dataclass(frozen=True)
+class Retention:
+    """How long finished history is kept: ``default``, except for the final statuses that
+    ``by_status`` names, each kept as long as it says (longer, as failures often are, or
+    shorter)."""
+
+    default: timedelta
+    by_status: Mapping[str, timedelta] = field(default_factory=dict)
+
+    def cuts(self, now: datetime) -> tuple[datetime, dict[str, datetime]]:
+        """What goes at ``now``: (before what by default, before what for each status named)."""
+        return now - self.default, {status: now - kept for status, kept in self.by_status.items()}
+
+
+def checked_retention(value: Any, name: str = "retention") -> Retention:
+    """``value`` as how long history is kept: a positive timedelta, a `duration` such as
+    ``"30d"``, or one followed by statuses kept otherwise, ``"30d,failed=90d,skipped=7d"``
+    (statuses among `FINAL_STATUSES`); else `ConfigurationError` naming ``name`` and what to
+    give."""
+    if isinstance(value, Retention):
+        return value
+    what = (
+        f"{name}={shown(value)}: give how long to keep history, a timedelta or {DURATIONS}, "
+        f"more than 0, and for statuses kept otherwise STATUS=DURATION after it, as in "
+        f'"30d,failed=90d" (statuses: {", ".join(FINAL_STATUSES)})'
+    )
+    if isinstance(value, timedelta):
+        default, parts = value, []
+    elif isinstance(value, str):
+        first, *parts = (part.strip() for part in value.split(","))
+        default = duration(first)  # type: ignore[assignment]
+    else:
+        raise ConfigurationError(what)
+    by_status: dict[str, timedelta] = {}
+    for part in parts:
+        status, _, text = part.partition("=")
+        kept = duration(text)
+        if status.strip() not in FINAL_STATUSES or kept is None or status.strip() in by_status:
+            raise ConfigurationError(what)
+        by_status[status.strip()] = kept
+    kept_all = [default, *by_status.values()]
+    if not all(isinstance(k, timedelta) and k > timedelta(0) for k in kept_all):
+        raise ConfigurationError(what)
+    return Retention(default, by_status)
 
 
 def checked_key(key: Any, name: str = "key") -> str:

@@ -90,7 +90,7 @@ _FILES = {
                 "pid": os.getpid(),
                 "worker": {
                     "http": running.http_address,
-                    "retention_s": running.housekeeping.retention.total_seconds(),
+                    "retention_s": running.housekeeping.retention.default.total_seconds(),
                     "concurrency": running.concurrency,
                 },
             })

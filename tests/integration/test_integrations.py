@@ -18,6 +18,7 @@ from flask import Flask
 
 import oncely
 from _processes import free_port, free_ports, http_get, wait_until
+from oncely.arguments import Retention
 from oncely.errors import ConfigurationError
 from oncely.integrations import gunicorn as hooks
 from oncely.integrations._loading import resolve
@@ -144,7 +145,7 @@ def _serves_as_given(app: oncely.App, address: str, retention: timedelta) -> Non
     worker = embedded.worker if embedded is not None else None
     assert worker is not None, "no loop is running"
     assert worker.http_address == address
-    assert worker.housekeeping.retention == retention
+    assert worker.housekeeping.retention.default == retention
     wait_until(lambda: http_get(address, "/healthz")[0] == 200, 20, "/healthz to answer 200")
     code, body = http_get(address, "/metrics")
     assert code == 200
@@ -257,7 +258,7 @@ def test_django_settings_give_every_start_option() -> None:
     assert start_options(SimpleNamespace()) == {
         "concurrency": 8,
         "http": None,
-        "retention": timedelta(days=30),
+        "retention": Retention(timedelta(days=30)),
     }
     given = SimpleNamespace(
         ONCELY_CONCURRENCY=3, ONCELY_HTTP="127.0.0.1:9464-9471", ONCELY_RETENTION="12w"
@@ -265,10 +266,13 @@ def test_django_settings_give_every_start_option() -> None:
     assert start_options(given) == {
         "concurrency": 3,
         "http": "127.0.0.1:9464-9471",
-        "retention": timedelta(weeks=12),
+        "retention": Retention(timedelta(weeks=12)),
     }
     timed = SimpleNamespace(ONCELY_RETENTION=timedelta(hours=36))
-    assert start_options(timed)["retention"] == timedelta(hours=36)
+    assert start_options(timed)["retention"] == Retention(timedelta(hours=36))
+    failures = SimpleNamespace(ONCELY_RETENTION="30d,failed=90d")
+    kept = Retention(timedelta(days=30), {"failed": timedelta(days=90)})
+    assert start_options(failures)["retention"] == kept
 
 
 @pytest.mark.parametrize(

@@ -242,3 +242,24 @@ def test_pruning_keeps_every_code_version_so_an_old_one_stays_old(store: Store) 
     assert applied.fingerprint == "v2"
     never, _ = store.see_code_version("v2-never-applied", NOW)
     assert never.first_seen_at == OLD
+
+
+def test_a_status_kept_longer_stays_past_the_rest(store: Store) -> None:
+    # retention="30d,failed=90d": failures are kept three times as long as the rest.
+    long_ago = BEFORE - timedelta(days=70)  # past both
+    between = BEFORE - timedelta(days=10)  # past the rest, not past failures
+    finished(store, "ancient-failed", long_ago, "failed", long_ago + MINUTE)
+    finished(store, "ancient-ok", long_ago, "succeeded", long_ago + MINUTE)
+    finished(store, "kept-failed", between, "failed", between + MINUTE)
+    finished(store, "gone-ok", between, "succeeded", between + MINUTE)
+    finished(store, "recent-ok", RECENT, "succeeded", RECENT + MINUTE)
+    failures_before = BEFORE - timedelta(days=60)
+    while store.prune(BEFORE, 1000, by_status={"failed": failures_before}) == 1000:
+        pass
+    assert sorted(o.key for o in store.history(None)) == ["kept-failed", "recent-ok"]
+    assert store.prune(BEFORE, 1000, by_status={"failed": failures_before}) == 0
+    # Nothing the horizon stands for is gone: it is the later of the two times.
+    horizon = store.history_horizon()
+    assert horizon is not None
+    assert horizon <= BEFORE
+    assert horizon > failures_before

@@ -28,6 +28,7 @@ import pytest
 from _serving import eventually
 
 import oncely
+from oncely.arguments import Retention
 from oncely.engine import worker_id
 from oncely.errors import ConfigurationError
 from oncely.worker.loop import Worker
@@ -404,10 +405,20 @@ def test_start_with_an_http_address_in_use_raises(app: oncely.App) -> None:
 
 
 @pytest.mark.parametrize(
-    ("retention", "kept"), [("7d", timedelta(days=7)), (timedelta(hours=36), timedelta(hours=36))]
+    ("retention", "kept"),
+    [
+        ("7d", Retention(timedelta(days=7))),
+        (timedelta(hours=36), Retention(timedelta(hours=36))),
+        (
+            "30d, failed=12w,skipped=7d",
+            Retention(
+                timedelta(days=30), {"failed": timedelta(weeks=12), "skipped": timedelta(days=7)}
+            ),
+        ),
+    ],
 )
 def test_retention_is_a_timedelta_or_a_duration_as_oncely_run_reads_it(
-    app: oncely.App, retention: timedelta | str, kept: timedelta
+    app: oncely.App, retention: timedelta | str, kept: Retention
 ) -> None:
     app.start(retention=retention)
     try:
@@ -418,7 +429,11 @@ def test_retention_is_a_timedelta_or_a_duration_as_oncely_run_reads_it(
         app.stop(timeout=5)
 
 
-@pytest.mark.parametrize("retention", ["0d", "30 days", timedelta(0), -timedelta(days=1), 30])
+@pytest.mark.parametrize(
+    "retention",
+    ["0d", "30 days", timedelta(0), -timedelta(days=1), 30, "30d,running=1d", "30d,failed",
+     "30d,failed=0d", "30d,failed=1d,failed=2d"],
+)  # fmt: skip
 def test_a_retention_that_keeps_nothing_or_is_no_duration_raises_and_starts_nothing(
     app: oncely.App, retention: object
 ) -> None:

@@ -6,6 +6,7 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from oncely.arguments import FINAL_STATUSES
 from oncely.model import Abandoned, Claim, Failure, Reclaimed, Skipped
 from oncely.store import claiming, housekeeping, records
 from oncely.store.dialect import Dialect
@@ -157,19 +158,27 @@ class Bookings(Dialect):
                     failed.append(records.abandoned(row))
         return failed
 
-    def prune(self, before: datetime, limit: int) -> int:
+    def prune(
+        self, before: datetime, limit: int, *, by_status: Mapping[str, datetime] | None = None
+    ) -> int:
         with self._writing() as connection:
-            pruned = self._prune_occurrences(connection, before, limit)
+            pruned = self._prune_occurrences(connection, final_cuts(before, by_status), limit)
             self._prune_the_rest(connection, before, limit)
         return pruned
 
-    def _prune_occurrences(self, connection: Any, before: datetime, limit: int) -> int:
-        """Delete up to ``limit`` occurrences before ``before`` and raise the history horizon
-        to it, in one transaction: no defer may see them gone while the horizon is lower."""
-        params = {"before": before, "limit": limit}
-        pruned = self._changed(connection, "prune_occurrences", params)
-        self._changed(connection, "raise_history_horizon", {"before": before})
-        return max(pruned, 0)
+    def _prune_occurrences(self, connection: Any, cuts: Mapping[str, datetime], limit: int) -> int:
+        """Delete up to ``limit`` occurrences, of each final status before its time in
+        ``cuts``, and raise the history horizon to the latest of those times, in one transaction:
+        no defer may see them gone while the horizon is lower."""
+        pruned = 0
+        for cut in sorted(set(cuts.values())):
+            statuses = sorted(status for status, its in cuts.items() if its == cut)
+            params = {"before": cut, "limit": limit - pruned, "statuses": self._texts(statuses)}
+            pruned += max(self._changed(connection, "prune_occurrences", params), 0)
+            if pruned >= limit:
+                break
+        self._changed(connection, "raise_history_horizon", {"before": max(cuts.values())})
+        return pruned
 
     def _prune_the_rest(self, connection: Any, before: datetime, limit: int) -> None:
         """Delete the keyless one-offs left without history, and the sweeps, before ``before``."""
@@ -271,3 +280,8 @@ class Bookings(Dialect):
             return candidates, busy
 
         return claiming.admit_in_rounds(limit, serial_jobs, read, settle), skipped
+
+
+def final_cuts(before: datetime, by_status: Mapping[str, datetime] | None) -> dict[str, datetime]:
+    """Each final status with the time its history goes before: ``before``, or its own."""
+    return {status: (by_status or {}).get(status, before) for status in FINAL_STATUSES}

@@ -568,14 +568,18 @@ class Store(ABC):
         partition itself, in a transaction of its own, if none was made); nothing on SQLite."""
 
     @abstractmethod
-    def prune(self, before: datetime, limit: int) -> int:
+    def prune(
+        self, before: datetime, limit: int, *, by_status: Mapping[str, datetime] | None = None
+    ) -> int:
         """Delete up to ``limit`` finished occurrences, and the sweeps, that finished before
         ``before``; return how many occurrences went (the caller repeats while it gets ``limit``).
 
         Qualify: occurrences in a final status (succeeded, failed, skipped, abandoned, invalid)
         scheduled before ``before`` and with ``finished_at < before`` (NULL arm: one that never
-        ran, skipped or invalid, has no ``finished_at``). The history horizon is raised to
-        ``before``. Pending, running and retrying occurrences are never deleted, whatever their
+        ran, skipped or invalid, has no ``finished_at``). An occurrence whose status ``by_status``
+        names qualifies before that time instead (failures kept longer, say). The history horizon
+        is raised to ``before``, or the latest time of ``by_status`` if later. Pending, running
+        and retrying occurrences are never deleted, whatever their
         age. Schedules are kept (a removed one keeps its row), except finished keyless one-offs
         updated before ``before`` with no occurrence left. Code versions are kept: when a
         version was first seen tells an old release from a new one, and an old release started

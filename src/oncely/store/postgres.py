@@ -14,6 +14,7 @@ from psycopg.rows import tuple_row
 from oncely.errors import StoreUnavailable
 from oncely.model import Claim, Claims, Lease
 from oncely.store import claiming, housekeeping
+from oncely.store.bookings import final_cuts
 from oncely.store.dialect import Row
 from oncely.store.interface import Watch
 from oncely.store.listener import Listener
@@ -137,22 +138,33 @@ class PostgresStore(PostgresSchedules):
     def prepare_history(self, now: datetime) -> None:
         self.make_days_ahead(now)
 
-    def prune(self, before: datetime, limit: int) -> int:
-        cut = day_start(before.astimezone(UTC).date())
+    def prune(
+        self, before: datetime, limit: int, *, by_status: Mapping[str, datetime] | None = None
+    ) -> int:
+        cuts = {
+            status: day_start(cut.astimezone(UTC).date())
+            for status, cut in final_cuts(before, by_status).items()
+        }
+        first, last = min(cuts.values()), max(cuts.values())
         with self._writing() as connection:
             # Attempts a version 13 worker kept during a rolling deploy get their time first.
             self._changed(connection, "date_attempts", {})
             # Raised before any day goes: no defer may see a day gone while it is lower.
-            self._changed(connection, "raise_history_horizon", {"before": cut})
-        dropped, kept = self.drop_days_before(cut)
-        gone = {"before": cut, "limit": limit}
+            self._changed(connection, "raise_history_horizon", {"before": last})
+        # Whole days, once every status's history in them has had its time; a status kept a
+        # shorter time than another goes as rows from the days between.
+        dropped, kept = self.drop_days_before(first)
+        gone = {"before": first, "limit": limit}
         while True:  # the attempts of the days gone, each batch a transaction of its own
             with self._writing() as connection:
                 if self._changed(connection, "prune_attempts", gone) < limit:
                     break
+        pruned = 0
+        if kept or first < last:
+            with self._writing() as connection:
+                pruned = self._prune_occurrences(connection, cuts, limit)
         with self._writing() as connection:
-            pruned = self._prune_occurrences(connection, cut, limit) if kept else 0
-            self._prune_the_rest(connection, cut, limit)
+            self._prune_the_rest(connection, day_start(before.astimezone(UTC).date()), limit)
         return dropped + pruned
 
     def acquire_lease(self, name: str, owner: str, ttl: timedelta, now: datetime) -> Lease | None:

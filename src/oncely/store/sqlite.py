@@ -13,6 +13,7 @@ from typing import Any
 from oncely.errors import TransactionTooLong
 from oncely.model import Claim, Claims, Lease
 from oncely.store import claiming, housekeeping, records
+from oncely.store.bookings import final_cuts
 from oncely.store.dialect import Row
 from oncely.store.interface import Watch
 from oncely.store.queries import migrations, queries
@@ -175,15 +176,18 @@ class SqliteStore(SqliteSchedules):
     def database_now(self) -> datetime | None:
         return None
 
-    def prune(self, before: datetime, limit: int) -> int:
+    def prune(
+        self, before: datetime, limit: int, *, by_status: Mapping[str, datetime] | None = None
+    ) -> int:
         """See `Store.prune`. In batches of at most `PRUNE_BATCH` rows, each its own write
         transaction: other writers (claims, heartbeats, bookings) get the one write lock in
         between, instead of waiting out the whole call."""
+        cuts = final_cuts(before, by_status)
         pruned = 0
         while True:
             batch = min(PRUNE_BATCH, limit - pruned)
             with self._write() as connection:
-                deleted = self._prune_occurrences(connection, before, batch)
+                deleted = self._prune_occurrences(connection, cuts, batch)
                 pruned += deleted
                 last = deleted < batch or pruned >= limit
                 if last:

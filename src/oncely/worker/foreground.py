@@ -15,7 +15,7 @@ from typing import Any, NoReturn, Protocol
 
 import click
 
-from oncely.arguments import checked_retention
+from oncely.arguments import Retention, checked_retention
 from oncely.errors import ConfigurationError
 from oncely.worker.loop import DEFAULT_CONCURRENCY, DEFAULT_DRAIN_TIMEOUT_S
 
@@ -66,7 +66,8 @@ def options() -> list[click.Option]:
             default="30d",
             show_default=True,
             callback=_retention,
-            help="Housekeeping prunes history older than this (30d, 12w, ...).",
+            help="Housekeeping prunes history older than this (30d, 12w, ...); statuses kept "
+            "otherwise follow it as STATUS=DURATION: 30d,failed=90d,skipped=7d.",
         ),
         click.Option(
             ["--log-format"],
@@ -83,12 +84,13 @@ def options() -> list[click.Option]:
     ]
 
 
-def _retention(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
+def _retention(ctx: click.Context, param: click.Parameter, value: str) -> Retention:
     try:
         return checked_retention(value)
     except ConfigurationError:
         raise click.BadParameter(
-            f"{value!r} is not a duration; use a whole number and m, h, d or w (30d, 12w)",
+            f"{value!r} is not a duration; use a whole number and m, h, d or w (30d, 12w), "
+            "and for statuses kept otherwise STATUS=DURATION after it (30d,failed=90d)",
             ctx=ctx,
             param=param,
         ) from None

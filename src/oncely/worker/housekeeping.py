@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
+from oncely.arguments import Retention
 from oncely.engine import Engine, age, worker_id
 from oncely.errors import LockHeld
 from oncely.locks import RESERVED_LOCK_PREFIX, Lock
@@ -34,7 +35,7 @@ class Housekeeping:
     """Prunes history older than ``retention``, reclaims expired leases and forgets the rows of
     workers silent for `SILENT_WORKER_AFTER`."""
 
-    def __init__(self, lock: Lock, *, retention: timedelta, every: timedelta) -> None:
+    def __init__(self, lock: Lock, *, retention: Retention, every: timedelta) -> None:
         """``lock`` is the app's lock named `LEASE_NAME`, held ``every`` at least."""
         self.lock = lock
         self.retention = retention
@@ -84,8 +85,9 @@ class Housekeeping:
         store.forget_silent_workers(now - SILENT_WORKER_AFTER)
         store.prepare_history(now)
         pruned = 0
+        before, by_status = self.retention.cuts(now)
         for _ in range(_PRUNE_BATCHES):
-            batch = store.prune(now - self.retention, _PRUNE_BATCH)
+            batch = store.prune(before, _PRUNE_BATCH, by_status=by_status)
             pruned += batch
             if batch < _PRUNE_BATCH:
                 break
@@ -104,7 +106,13 @@ class Housekeeping:
             "expired lease(s)",
             sweep.worker,
             pruned,
-            age(self.retention),
+            _kept(self.retention),
             len(reclaimed),
         )
         return len(reclaimed) + len(orphaned)
+
+
+def _kept(retention: Retention) -> str:
+    """``retention`` as a log line says it: ``30d``, ``30d (failed 90d)``."""
+    others = ", ".join(f"{s} {age(kept)}" for s, kept in sorted(retention.by_status.items()))
+    return age(retention.default) + (f" ({others})" if others else "")

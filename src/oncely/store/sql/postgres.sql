@@ -752,6 +752,7 @@ WHERE id = ANY(ARRAY(
         SELECT id FROM oncely_occurrences
         WHERE tenant = t.tenant
           AND status IN ('succeeded', 'failed', 'skipped', 'abandoned', 'invalid')
+          AND status = ANY(%(statuses)s::text[])
           AND scheduled_for < %(before)s AND (finished_at < %(before)s OR finished_at IS NULL)
         ORDER BY scheduled_for
         LIMIT %(limit)s

@@ -588,6 +588,7 @@ WHERE id IN (
     SELECT id FROM oncely_occurrences INDEXED BY oncely_occurrences_prunable
     WHERE (status = 'succeeded' OR status = 'failed' OR status = 'skipped'
            OR status = 'abandoned' OR status = 'invalid')
+      AND status IN (SELECT value FROM json_each(:statuses))
       AND scheduled_for < :before AND (finished_at < :before OR finished_at IS NULL)
     ORDER BY scheduled_for
     LIMIT :limit
