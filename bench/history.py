@@ -5,8 +5,8 @@ database is migrated by oncely and filled: a tenth as many schedules as occurren
 daily, a tenth of them in tenant ``acme``), ten days of daily history each (nine in ten
 succeeded, some failed with a traceback, some skipped), with COPY on PostgreSQL (bench/web.py's
 rows, into the day partitions they fall on) and executemany in transactions of a million rows on
-SQLite, then vacuumed and analyzed (PostgreSQL, and checkpointed) or analyzed (SQLite). Measured, each
-after one untimed warm-up, medians of ``--runs`` (3):
+SQLite, then vacuumed, analyzed and checkpointed (PostgreSQL) or analyzed (SQLite). Measured,
+each after one untimed warm-up, medians of ``--runs`` (3):
 
 * reads that should stay flat: an idle tick (nothing due), one ``claim_due`` of 1,000 due
   occurrences (limit 1,000; put back to pending between runs, untimed), ``app.history(key)``
