@@ -298,7 +298,9 @@ def test_gunicorn_preloading_the_django_app_starts_no_loop_in_its_master_and_say
         (
             {"retention": "30 days"},
             "settings.ONCELY_RETENTION='30 days': give how long to keep history, a timedelta or "
-            "a whole number and m, h, d or w (30m, 12h, 7d, 2w), more than 0",
+            "a whole number and m, h, d or w (30m, 12h, 7d, 2w), more than 0, and for statuses "
+            'kept otherwise STATUS=DURATION after it, as in "30d,failed=90d" (statuses: '
+            "succeeded, failed, skipped, abandoned, invalid)",
         ),
     ],
 )
