@@ -16,6 +16,7 @@ import psycopg
 import pytest
 
 from oncely import at
+from oncely.arguments import FINAL_STATUSES
 from oncely.model import Claim, Planned
 from oncely.store import Store, open_store
 from oncely.store.queries import migrations, queries
@@ -255,7 +256,8 @@ def _prune_as_version_13(url: str, before: datetime) -> int:
     """Prune as workers up to schema version 13 did (0014's partitions drop whole days)."""
     with psycopg.connect(url) as connection:
         pruned = connection.execute(
-            queries("postgres")["prune_occurrences"], {"before": before, "limit": 100}
+            queries("postgres")["prune_occurrences"],
+            {"before": before, "limit": 100, "statuses": list(FINAL_STATUSES)},
         ).rowcount
     return pruned
 

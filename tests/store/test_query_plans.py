@@ -22,6 +22,7 @@ from typing import Any
 import psycopg
 
 from oncely import at, every
+from oncely.arguments import FINAL_STATUSES
 from oncely.model import Planned
 from oncely.store import open_store
 from oncely.store.queries import queries
@@ -165,7 +166,7 @@ def test_sqlite_housekeeping_reads_what_it_needs(sqlite_url: str) -> None:
             [(n, n) for n in range(5000)],
         )
         connection.execute("ANALYZE")
-        params = {"before": 10, "limit": 100}
+        params = {"before": 10, "limit": 100, "statuses": json.dumps(FINAL_STATUSES)}
 
         def plan(name: str) -> list[str]:
             return [row[3] for row in connection.execute(f"EXPLAIN QUERY PLAN {sql[name]}", params)]
@@ -198,7 +199,7 @@ def test_postgres_housekeeping_reads_what_it_needs(postgres_url: str) -> None:
         connection.execute("ANALYZE")
 
         def plan(name: str, before: datetime) -> str:
-            params = {"before": before, "limit": 500}
+            params = {"before": before, "limit": 500, "statuses": list(FINAL_STATUSES)}
             rows = connection.execute(f"EXPLAIN {sql[name]}", params)
             return "\n".join(str(row[0]) for row in rows)
 
