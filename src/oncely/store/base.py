@@ -236,7 +236,7 @@ class SqlStore(Bookings):
             "limit": limit,
         }
         with self._reading() as connection:
-            name = "select_history" if key is None else self._history_of_key(all_tenants)
+            name = "select_history" if key is None else "select_history_of_key"
             rows = self._rows(connection, name, params)
         return [records.occurrence(row) for row in rows]
 

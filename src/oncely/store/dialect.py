@@ -67,10 +67,6 @@ class Dialect(Store):
         statements keep it themselves."""
 
     @abstractmethod
-    def _history_of_key(self, all_tenants: bool) -> str:
-        """The statement that reads one key's history (of every tenant, or of one)."""
-
-    @abstractmethod
     def _notify_outcome(self, connection: Any) -> None:
         """Tell open dashboards, at commit, that an outcome was booked (or nothing)."""
 

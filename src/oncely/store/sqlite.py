@@ -238,9 +238,6 @@ class SqliteStore(SqliteSchedules):
         params = {"id": occurrence_id, "outcome": outcome, "kept": records.ATTEMPTS_KEPT}
         self._changed(connection, "keep_attempt", params)
 
-    def _history_of_key(self, all_tenants: bool) -> str:
-        return "select_history_of_key"
-
     def _notify_outcome(self, connection: Any) -> None:
         """Nothing: the dashboard polls SQLite."""
 

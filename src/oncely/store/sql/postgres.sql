@@ -263,19 +263,33 @@ ORDER BY h.scheduled_for DESC, h.id DESC
 LIMIT %(limit)s;
 
 -- name: select_history_of_key
--- One tenant's key's history, as select_history: from its schedule, by (tenant, key), through
--- the (schedule_id, scheduled_for) index. The generic query walked all history newest first
--- until it had the key's rows: 26 ms at 10 M occurrences. Of every tenant it is still used:
--- no index has the key alone (PostgresStore._history_of_key).
-SELECT s.key, o.tenant, o.scheduled_for, o.status, o.attempts, o.started_at, o.finished_at,
-    o.worker, o.error, o.reason, o.local_wall, o.fold, o.dst_note, o.ordinal, o.origin, o.run_after,
-    o.lease_expires_at, o.fence
-FROM oncely_schedules s JOIN oncely_occurrences o ON o.schedule_id = s.id
-WHERE s.key = %(key)s AND (%(all_tenants)s OR s.tenant = %(tenant)s)
-  AND (%(since)s::timestamptz IS NULL OR o.scheduled_for >= %(since)s)
-  AND (%(until)s::timestamptz IS NULL OR o.scheduled_for < %(until)s)
-  AND (%(status)s::text IS NULL OR o.status = %(status)s)
-ORDER BY o.scheduled_for DESC, o.id DESC
+-- One key's history, as select_history: its tenants found by skipping through the schedules'
+-- (tenant, key) index (one probe each), the key's schedule in each, and its occurrences newest
+-- first through the (schedule_id, scheduled_for) index. Walking history newest first until it
+-- had the key's rows took 26 ms at 10 M occurrences; reading the schedules for the key (no
+-- index has it alone), 6.5 ms at 100,000 schedules.
+WITH RECURSIVE tenants (tenant) AS (
+    SELECT CASE WHEN %(all_tenants)s THEN (SELECT min(tenant) FROM oncely_schedules)
+                ELSE %(tenant)s END
+    UNION ALL
+    SELECT (SELECT min(s.tenant) FROM oncely_schedules s WHERE s.tenant > t.tenant)
+    FROM tenants t WHERE t.tenant IS NOT NULL AND %(all_tenants)s
+)
+SELECT h.* FROM tenants t
+JOIN oncely_schedules s ON s.tenant = t.tenant AND s.key = %(key)s
+CROSS JOIN LATERAL (
+    SELECT s.key, o.tenant, o.scheduled_for, o.status, o.attempts, o.started_at, o.finished_at,
+        o.worker, o.error, o.reason, o.local_wall, o.fold, o.dst_note, o.ordinal, o.origin,
+        o.run_after, o.lease_expires_at, o.fence, o.id
+    FROM oncely_occurrences o
+    WHERE o.schedule_id = s.id
+      AND (%(since)s::timestamptz IS NULL OR o.scheduled_for >= %(since)s)
+      AND (%(until)s::timestamptz IS NULL OR o.scheduled_for < %(until)s)
+      AND (%(status)s::text IS NULL OR o.status = %(status)s)
+    ORDER BY o.scheduled_for DESC  -- unique in a schedule: read newest first, partition by partition
+    LIMIT %(limit)s
+) h
+ORDER BY h.scheduled_for DESC, h.id DESC
 LIMIT %(limit)s;
 
 -- name: lock_schedule
