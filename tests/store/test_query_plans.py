@@ -89,6 +89,44 @@ def test_sqlite_claims_start_from_the_occurrences(sqlite_url: str) -> None:
     connection.close()
 
 
+#: sqlite_stat1 of a database of 10 million occurrences and 1 million schedules (bench/history.py
+#: fills it), analyzed while nothing was pending or running: the partial indexes have no rows.
+_STATISTICS_AT_10M = [
+    ("oncely_schedules", "oncely_schedules_due", "1000000 16667"),
+    ("oncely_schedules", "sqlite_autoindex_oncely_schedules_1", "1000000 500000 1"),
+    ("oncely_occurrences", "oncely_occurrences_prunable", "10000000 16667"),
+    ("oncely_occurrences", "oncely_occurrences_recent", "10000000 16667 1"),
+    ("oncely_occurrences", "oncely_occurrences_history", "10000000 5000000 16667"),
+    ("oncely_occurrences", "sqlite_autoindex_oncely_occurrences_1", "10000000 10 1"),
+]
+
+
+def test_sqlite_reads_no_schedule_whole_to_join_the_occurrences_it_found(sqlite_url: str) -> None:
+    # With those statistics the planner took each partial index's range for a share of the whole
+    # table, more rows than there are schedules, and built a Bloom filter of every schedule
+    # before the join: a claim of 1,000 took 97 ms at 1 M schedules instead of 0.6 ms.
+    store = open_store(sqlite_url)
+    store.migrate(NOW)
+    store.close()
+    path = sqlite_url[len("sqlite:///") :]
+    with sqlite3.connect(path) as connection:
+        connection.execute("ANALYZE")
+        connection.execute("DELETE FROM sqlite_stat1")
+        connection.executemany("INSERT INTO sqlite_stat1 VALUES (?, ?, ?)", _STATISTICS_AT_10M)
+    connection.close()
+    sql = queries("sqlite")
+    bloomed = {}
+    with sqlite3.connect(path) as connection:  # statistics are read when a connection opens
+        for name, statement in sql.items():
+            params = dict.fromkeys(re.findall(r":(\w+)", statement), 0)
+            params |= {k: '["j"]' for k in ("jobs", "exclude", "ids", "statuses") if k in params}
+            plan = [row[3] for row in connection.execute(f"EXPLAIN QUERY PLAN {statement}", params)]
+            if any("BLOOM FILTER" in step for step in plan):
+                bloomed[name] = plan
+    connection.close()
+    assert not bloomed, sorted(bloomed)
+
+
 def test_postgres_claims_read_the_claimable_index_in_order(postgres_url: str) -> None:
     sql = queries("postgres")
     with psycopg.connect(postgres_url) as connection:

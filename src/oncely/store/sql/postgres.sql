@@ -252,7 +252,6 @@ SELECT h.* FROM tenants t CROSS JOIN LATERAL (
         o.run_after, o.lease_expires_at, o.fence, o.id
     FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
     WHERE o.tenant = t.tenant
-      AND (%(key)s::text IS NULL OR s.key = %(key)s)
       AND (%(since)s::timestamptz IS NULL OR o.scheduled_for >= %(since)s)
       AND (%(until)s::timestamptz IS NULL OR o.scheduled_for < %(until)s)
       AND (%(status)s::text IS NULL OR o.status = %(status)s)
@@ -286,7 +285,7 @@ CROSS JOIN LATERAL (
       AND (%(since)s::timestamptz IS NULL OR o.scheduled_for >= %(since)s)
       AND (%(until)s::timestamptz IS NULL OR o.scheduled_for < %(until)s)
       AND (%(status)s::text IS NULL OR o.status = %(status)s)
-    ORDER BY o.scheduled_for DESC  -- unique in a schedule: read newest first, partition by partition
+    ORDER BY o.scheduled_for DESC  -- unique in a schedule: newest first, day by day
     LIMIT %(limit)s
 ) h
 ORDER BY h.scheduled_for DESC, h.id DESC

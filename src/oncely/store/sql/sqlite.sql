@@ -162,9 +162,11 @@ SELECT min(due) AS due FROM (
 -- The earliest time a waiting or retrying occurrence may be claimed (the other half of the
 -- wake-up), with the claim's own admission: an occurrence of a paused schedule, or of a job the
 -- caller does not run, woke a worker that could not claim it, again and again.
+-- likelihood(): as in claim_free, no Bloom filter of every schedule.
 SELECT o.run_after AS due
 FROM oncely_occurrences o CROSS JOIN oncely_schedules s ON s.id = o.schedule_id
-WHERE o.status IN ('pending', 'retrying') AND s.paused = 0 AND s.status <> 'removed'
+WHERE likelihood(o.status IN ('pending', 'retrying'), 0.0001)
+  AND s.paused = 0 AND s.status <> 'removed'
   AND (:jobs IS NULL OR s.job IN (SELECT value FROM json_each(:jobs)))
   AND (:after IS NULL OR o.run_after > :after)
 ORDER BY o.run_after, o.id
@@ -177,7 +179,6 @@ SELECT s.key, o.tenant, o.scheduled_for, o.status, o.attempts, o.started_at, o.f
     o.lease_expires_at, o.fence
 FROM oncely_occurrences o JOIN oncely_schedules s ON s.id = o.schedule_id
 WHERE (:all_tenants OR o.tenant = :tenant)
-  AND (:key IS NULL OR s.key = :key)
   AND (:since IS NULL OR o.scheduled_for >= :since)
   AND (:until IS NULL OR o.scheduled_for < :until)
   AND (:status IS NULL OR o.status = :status)
@@ -311,9 +312,10 @@ WHERE id = :schedule_id;
 -- left to the sweep's ``reclaimable``: the OR of it here made every claim read the index entry of
 -- every running row, expired or not (1,000 of them per claim with 1,000 claims held).
 -- The caller holds the write lock, so no two claimers see the same row.
+-- likelihood(): as in claim_free, no Bloom filter of every schedule.
 SELECT o.id, o.schedule_id, s.job, o.scheduled_for
 FROM oncely_occurrences o CROSS JOIN oncely_schedules s ON s.id = o.schedule_id
-WHERE o.status = 'running' AND o.lease_expires_at <= :now
+WHERE o.status = 'running' AND likelihood(o.lease_expires_at <= :now, 0.0001)
   AND s.job IN (SELECT value FROM json_each(:jobs)) AND s.paused = 0 AND s.status <> 'removed'
 ORDER BY o.lease_expires_at
 LIMIT :limit;
@@ -325,10 +327,11 @@ LIMIT :limit;
 -- ``exclude``: schedules an earlier round of the same claim already saw. Without it a backlog
 -- of one schedule filled every claim's limit with rows that could not run while its head ran,
 -- and every other schedule's due occurrence waited behind it.
+-- likelihood(): as in claim_free, no Bloom filter of every schedule.
 SELECT o.id, o.schedule_id, s.job, o.scheduled_for, o.run_after,
     (o.origin = 'schedule' AND o.status = 'pending' AND o.created_at < o.run_after) AS ahead
 FROM oncely_occurrences o CROSS JOIN oncely_schedules s ON s.id = o.schedule_id
-WHERE o.status IN ('pending', 'retrying') AND o.run_after <= :due_by
+WHERE o.status IN ('pending', 'retrying') AND likelihood(o.run_after <= :due_by, 0.0001)
   AND s.job IN (SELECT value FROM json_each(:jobs)) AND s.paused = 0 AND s.status <> 'removed'
   AND o.schedule_id NOT IN (SELECT value FROM json_each(:exclude))
 ORDER BY o.run_after, o.id
@@ -338,9 +341,12 @@ LIMIT :limit;
 -- Occurrences of jobs that allow overlap waiting to run or to retry whose time has come, oldest
 -- first: all of them are admitted. The same query as claim_ready, kept apart so that a backlog of
 -- one serial schedule (admitted one at a time) never hides other jobs' due occurrences.
+-- likelihood(): what it reads is a sliver of the table. Estimated as a share of the whole,
+-- more rows than there are schedules, SQLite built a Bloom filter of every schedule first:
+-- 97 ms per claim at 1 M schedules, 0.6 ms without.
 SELECT o.id, o.schedule_id, s.job, o.scheduled_for
 FROM oncely_occurrences o CROSS JOIN oncely_schedules s ON s.id = o.schedule_id
-WHERE o.status IN ('pending', 'retrying') AND o.run_after <= :due_by
+WHERE o.status IN ('pending', 'retrying') AND likelihood(o.run_after <= :due_by, 0.0001)
   AND s.job IN (SELECT value FROM json_each(:jobs)) AND s.paused = 0 AND s.status <> 'removed'
 ORDER BY o.run_after, o.id
 LIMIT :limit;
@@ -390,9 +396,11 @@ ORDER BY o.run_after, o.id;
 
 -- name: expired_of_jobs
 -- Running occurrences of at_most_once jobs whose lease expired: their worker was lost mid-call.
+-- likelihood(): as in claim_free, no Bloom filter of every schedule.
 SELECT o.id, o.fence, s.key, s.job, o.tenant, o.scheduled_for, o.lease_owner, o.attempts
 FROM oncely_occurrences o CROSS JOIN oncely_schedules s ON s.id = o.schedule_id
-WHERE o.status = 'running' AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= :now)
+WHERE o.status = 'running'
+  AND likelihood(o.lease_expires_at IS NULL OR o.lease_expires_at <= :now, 0.0001)
   AND s.job IN (SELECT value FROM json_each(:jobs))
 ORDER BY o.lease_expires_at;
 
@@ -615,10 +623,12 @@ DELETE FROM oncely_actions WHERE at < :before;
 -- Running occurrences whose worker was lost (lease expired; a missing lease counts as expired),
 -- of jobs that may run again. CROSS JOIN: occurrences by their partial index first. Read without
 -- the write lock; reclaim then re-checks each row under it.
+-- likelihood(): as in claim_free, no Bloom filter of every schedule.
 SELECT o.id, o.fence, s.key, s.job, s.status AS schedule_status, o.tenant, o.scheduled_for,
     o.lease_owner, o.attempts
 FROM oncely_occurrences o CROSS JOIN oncely_schedules s ON s.id = o.schedule_id
-WHERE o.status = 'running' AND (o.lease_expires_at IS NULL OR o.lease_expires_at <= :now)
+WHERE o.status = 'running'
+  AND likelihood(o.lease_expires_at IS NULL OR o.lease_expires_at <= :now, 0.0001)
   AND s.job IN (SELECT value FROM json_each(:jobs))
 ORDER BY o.lease_expires_at;
 
@@ -707,9 +717,10 @@ WHERE id IN (
 -- Running occurrences of jobs the sweeping worker does not declare, whose lease ran out before
 -- lost_before: a worker declaring the job would have reclaimed them by then. Left alone, the
 -- attempts of a job deleted from the code stayed "running" forever (DESIGN lesson 2).
+-- likelihood(): as in claim_free, no Bloom filter of every schedule.
 SELECT o.id, o.fence, s.key, s.job, o.tenant, o.scheduled_for, o.lease_owner, o.attempts
 FROM oncely_occurrences o CROSS JOIN oncely_schedules s ON s.id = o.schedule_id
-WHERE o.status = 'running' AND o.lease_expires_at <= :lost_before AND s.job NOT IN (SELECT value FROM json_each(:jobs))
+WHERE o.status = 'running' AND likelihood(o.lease_expires_at <= :lost_before, 0.0001) AND s.job NOT IN (SELECT value FROM json_each(:jobs))
 ORDER BY o.lease_expires_at;
 
 -- name: fail_orphan
