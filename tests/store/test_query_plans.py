@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
+import pytest
 
 from oncely import at, every
 from oncely.arguments import FINAL_STATUSES
@@ -53,6 +54,14 @@ def _store_postgres_schedules(
     )
 
 
+def _migrated_sqlite(url: str) -> str:
+    """The path of the SQLite database at ``url``, migrated to the latest schema."""
+    store = open_store(url)
+    store.migrate(NOW)
+    store.close()
+    return url[len("sqlite:///") :]
+
+
 def _scans(plan: str, index: str) -> bool:
     """Whether ``plan`` reads ``index`` (or the copy of it of a day's partition)."""
     child = _PARTITION_INDEX.get(index)
@@ -66,10 +75,7 @@ def _sorts(plan: str) -> bool:
 
 
 def test_sqlite_claims_start_from_the_occurrences(sqlite_url: str) -> None:
-    store = open_store(sqlite_url)
-    store.migrate(NOW)
-    store.close()
-    path = sqlite_url[len("sqlite:///") :]
+    path = _migrated_sqlite(sqlite_url)
     with sqlite3.connect(path) as connection:
         connection.executemany(
             "INSERT INTO oncely_schedules (tenant, key, job, origin, trigger_kind, trigger_spec,"
@@ -89,30 +95,34 @@ def test_sqlite_claims_start_from_the_occurrences(sqlite_url: str) -> None:
     connection.close()
 
 
-#: sqlite_stat1 of a database of 10 million occurrences and 1 million schedules (bench/history.py
-#: fills it), analyzed while nothing was pending or running: the partial indexes have no rows.
-_STATISTICS_AT_10M = [
-    ("oncely_schedules", "oncely_schedules_due", "1000000 16667"),
-    ("oncely_schedules", "sqlite_autoindex_oncely_schedules_1", "1000000 500000 1"),
-    ("oncely_occurrences", "oncely_occurrences_prunable", "10000000 16667"),
-    ("oncely_occurrences", "oncely_occurrences_recent", "10000000 16667 1"),
-    ("oncely_occurrences", "oncely_occurrences_history", "10000000 5000000 16667"),
-    ("oncely_occurrences", "sqlite_autoindex_oncely_occurrences_1", "10000000 10 1"),
-]
+def _statistics(schedules: int, occurrences: int) -> list[tuple[str, str, str]]:
+    """sqlite_stat1 of a database of ``occurrences`` (a tenth of them per tenant) of
+    ``schedules`` (two tenants), analyzed while nothing was pending or running, as
+    bench/history.py fills it: the partial indexes have no rows."""
+    n, hourly, m = occurrences, occurrences // 600, schedules
+    return [
+        ("oncely_schedules", "oncely_schedules_due", f"{m} {m // 60}"),
+        ("oncely_schedules", "sqlite_autoindex_oncely_schedules_1", f"{m} {m // 2} 1"),
+        ("oncely_occurrences", "oncely_occurrences_prunable", f"{n} {hourly}"),
+        ("oncely_occurrences", "oncely_occurrences_recent", f"{n} {hourly} 1"),
+        ("oncely_occurrences", "oncely_occurrences_history", f"{n} {n // 2} {hourly}"),
+        ("oncely_occurrences", "sqlite_autoindex_oncely_occurrences_1", f"{n} {n // m} 1"),
+    ]  # fmt: skip
 
 
-def test_sqlite_reads_no_schedule_whole_to_join_the_occurrences_it_found(sqlite_url: str) -> None:
-    # With those statistics the planner took each partial index's range for a share of the whole
+@pytest.mark.parametrize("schedules", [1_000, 100_000, 1_000_000])
+def test_sqlite_reads_no_table_whole_to_join_what_it_found(sqlite_url: str, schedules: int) -> None:
+    # With such statistics the planner took each partial index's range for a share of the whole
     # table, more rows than there are schedules, and built a Bloom filter of every schedule
-    # before the join: a claim of 1,000 took 97 ms at 1 M schedules instead of 0.6 ms.
-    store = open_store(sqlite_url)
-    store.migrate(NOW)
-    store.close()
-    path = sqlite_url[len("sqlite:///") :]
+    # before the join: a claim of 1,000 took 97 ms at 1 M schedules instead of 0.6 ms. One key's
+    # history, from a recursive query it cannot count, filtered every schedule or occurrence.
+    path = _migrated_sqlite(sqlite_url)
     with sqlite3.connect(path) as connection:
         connection.execute("ANALYZE")
         connection.execute("DELETE FROM sqlite_stat1")
-        connection.executemany("INSERT INTO sqlite_stat1 VALUES (?, ?, ?)", _STATISTICS_AT_10M)
+        connection.executemany(
+            "INSERT INTO sqlite_stat1 VALUES (?, ?, ?)", _statistics(schedules, schedules * 10)
+        )
     connection.close()
     sql = queries("sqlite")
     bloomed = {}
@@ -183,10 +193,7 @@ def test_postgres_claim_free_updates_what_it_picked_by_primary_key(postgres_url:
 
 
 def test_sqlite_housekeeping_reads_what_it_needs(sqlite_url: str) -> None:
-    store = open_store(sqlite_url)
-    store.migrate(NOW)
-    store.close()
-    path = sqlite_url[len("sqlite:///") :]
+    path = _migrated_sqlite(sqlite_url)
     sql = queries("sqlite")
     with sqlite3.connect(path) as connection:
         connection.executemany(
@@ -376,10 +383,7 @@ def test_postgres_plans_the_due_schedules_query_once_however_many_schedules_ther
 
 def test_a_keys_history_is_read_through_its_schedules_on_sqlite(sqlite_url: str) -> None:
     """One key's history: a scan of all history newest first took 21 s at 10 M occurrences."""
-    store = open_store(sqlite_url)
-    store.migrate(NOW)
-    store.close()
-    path = sqlite_url[len("sqlite:///") :]
+    path = _migrated_sqlite(sqlite_url)
     params = {"key": "k", "all_tenants": 1, "tenant": "", "since": None, "until": None}
     with sqlite3.connect(path) as connection:
         sql = queries("sqlite")["select_history_of_key"]
@@ -417,10 +421,7 @@ def _running_rows(connection: Any, dialect: str, lease_until: Any) -> None:
 def test_sqlite_claim_of_expired_leases_reads_only_expired_ones(sqlite_url: str) -> None:
     # Every claim asks for expired leases; with the OR of a missing lease it scanned the index of
     # every running row (1.0-1.4 M entries read per 20,000 jobs with 1,000 claims held).
-    store = open_store(sqlite_url)
-    store.migrate(NOW)
-    store.close()
-    with sqlite3.connect(sqlite_url[len("sqlite:///") :]) as connection:
+    with sqlite3.connect(_migrated_sqlite(sqlite_url)) as connection:
         connection.executemany(
             "INSERT INTO oncely_schedules (tenant, key, job, origin, trigger_kind, trigger_spec,"
             " next_run_at, created_at, updated_at) VALUES ('', ?, 'j', 'api', 'every', ?, 1, 0, 0)",
@@ -473,10 +474,7 @@ def test_the_schedules_waiting_for_a_person_are_read_from_their_own_index(
         )
     assert "oncely_schedules_stopped" in plan, plan
     assert "Seq Scan" not in plan, plan
-    store = open_store(sqlite_url)
-    store.migrate(NOW)
-    store.close()
-    with sqlite3.connect(sqlite_url[len("sqlite:///") :]) as lite:
+    with sqlite3.connect(_migrated_sqlite(sqlite_url)) as lite:
         lite.executemany(
             "INSERT INTO oncely_schedules (tenant, key, job, origin, trigger_kind, trigger_spec,"
             " next_run_at, paused, created_at, updated_at)"
@@ -499,12 +497,10 @@ def test_sqlite_partial_indexes_cost_the_updates_that_set_status_no_temporary_ta
     # b-tree it builds each time; written so in a partial index's WHERE, every claim and booking
     # built them for each row, before and after, and one worker drained a burst at a third of its
     # speed (6,937 jobs/s against 19,330).
-    store = open_store(sqlite_url)
-    store.migrate(NOW)
-    store.close()
+    path = _migrated_sqlite(sqlite_url)
     sql = queries("sqlite")
     setting_status = ("start_attempts", "book_one_success", "book_retry", "book_failed", "abandon")
-    with sqlite3.connect(sqlite_url[len("sqlite:///") :], isolation_level=None) as connection:
+    with sqlite3.connect(path, isolation_level=None) as connection:
 
         def temporary_tables(seen: str) -> dict[str, int]:
             counts = {}
