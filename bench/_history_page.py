@@ -29,11 +29,15 @@ def _reads(store: str, by_scale: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
 def _retention(document: dict[str, Any]) -> list[str]:
     lines = [
         "| store | scale | rows in the day | sweep s | calls | longest call ms | "
-        "bulk DELETE s | bulk ÷ sweep | most locks held (sweep / bulk) |",
-        "|---|---|--:|--:|--:|--:|--:|--:|---|",
+        "bulk DELETE s | bulk ÷ sweep | then VACUUM s | most locks held (sweep / bulk) |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|---|",
     ]
     for store, by_scale in document["stores"].items():
         for scale, figures in by_scale.items():
@@ -48,7 +52,8 @@ def _retention(document: dict[str, Any]) -> list[str]:
             lines.append(
                 f"| {STORE_NAMES[store]} | {scale} | {swept['rows']:,} | {swept['seconds']:.2f} "
                 f"| {swept['batches']:,} | {swept['longest_ms']:,.0f} | {bulk['seconds']:.2f} "
-                f"| {bulk['seconds'] / swept['seconds']:,.1f} | {locks} |"
+                f"| {bulk['seconds'] / swept['seconds']:,.1f} "
+                f"| {_seconds(bulk.get('vacuum_seconds'))} | {locks} |"
             )
     return lines
 
@@ -114,8 +119,10 @@ def history_section(document: dict[str, Any] | None) -> list[str]:
         "predicate of the next day (as many rows), the order alternating run by run. The "
         "longest call is the longest transaction, what a writer waiting on those rows could "
         "wait; the bulk `DELETE` is one transaction. Bulk ÷ sweep is how many times faster "
-        "the sweep is. Locks: the most the other backends held at once, sampled every 10 ms "
-        "(row locks are not in `pg_locks`; the relation locks are).",
+        "the sweep is. On PostgreSQL a `VACUUM` gives back the rows a `DELETE` leaves (timed "
+        "after it, on the whole table); a dropped partition leaves none. Locks: the most the "
+        "other backends held at once, sampled every 10 ms (row locks are not in `pg_locks`; the "
+        "relation locks are).",
         "",
         *_retention(document),
         "",
