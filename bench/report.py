@@ -14,8 +14,8 @@ after the other, oncely's measurement next to its peers' so both see the same ma
    procrastinate (the same way);
 5. ``bench/locks.py``: lock acquire/release pairs per second (no peer has a standalone lock);
 6. ``bench/lint.py``: oncely lint beside flake8, lint-imports and ruff (its own output, quoted);
-7. ``bench/history.py --scale 1m`` (``--history-scale`` for more, e.g. ``1m,10m``: an hour more):
-   reads, retention and sizes as stored history grows.
+7. ``bench/history.py --scale 1m`` (``--history-scale`` for more, e.g. ``1m,10m,50m``: 17 minutes
+   more; SQLite up to 10m): reads, retention and sizes as stored history grows.
 
 Then it draws ``docs/performance-lag.png`` (lag p50/p90/p99 per scheduler) with matplotlib in
 ``.venv-bench`` (``bench/_lag_chart.py``) and writes ``docs/performance.md``
@@ -208,8 +208,16 @@ def plan(
             "history",
             ONCELY_PYTHON,
             "history.py",
-            # Each run deletes two of the ten days stored: five runs at most.
-            ("--runs", str(min(runs, 5)), "--scale", "2k" if quick else history_scale),
+            # Each run deletes two of the ten days stored: five runs at most. SQLite stops at
+            # 10m: filling it with 50 million took an hour.
+            (
+                "--runs",
+                str(min(runs, 5)),
+                "--scale",
+                "2k" if quick else history_scale,
+                "--most",
+                "sqlite=10m",
+            ),
         ),
     ]
     return tasks
@@ -430,7 +438,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--idle-seconds", type=float, default=30.0, help="measured per idle run, after start-up"
     )
     parser.add_argument(
-        "--history-scale", default="1m", help="bench/history.py's --scale (1m; e.g. 1m,10m)"
+        "--history-scale", default="1m", help="bench/history.py's --scale (1m; e.g. 1m,10m,50m)"
     )
     parser.add_argument("--peers", nargs="+", choices=PEERS, default=list(PEERS))
     parser.add_argument(
