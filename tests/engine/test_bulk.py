@@ -10,7 +10,7 @@ import pytest
 from _engine_support import MakeApp
 
 import oncely
-from oncely.store.records import SAVE_CHUNK
+from oncely.store.saving import SAVE_CHUNK
 from oncely.testing import Clock
 
 

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 import oncely
 from oncely.store import SqliteStore
-from oncely.store.records import SAVE_CHUNK
+from oncely.store.saving import SAVE_CHUNK
 from oncely.testing import Clock
 
 Opener = Callable[[], Any]

@@ -27,10 +27,11 @@ from oncely.model import (
     WorkerBeat,
 )
 from oncely.recurrence import At
-from oncely.store import housekeeping, records
+from oncely.store import housekeeping, records, saving
 from oncely.store.bookings import Bookings
 from oncely.store.dialect import Row
-from oncely.store.records import known, occurrence_params, tenant_column, unknown_schedule
+from oncely.store.records import known, tenant_column, unknown_schedule
+from oncely.store.saving import occurrence_params
 
 #: One item of a chunk of `Store.save_schedules`: (index in the batch, item, its params).
 Item = tuple[int, Saving, dict[str, Any]]
@@ -61,9 +62,9 @@ class SqlStore(Bookings):
         for index, item, item_params in chunk:
             found = existing.get((item_params["tenant"], item_params["key"]))
             try:
-                decided, replaced = records.save_params(found, item_params)
+                decided, replaced = saving.save_params(found, item_params)
                 if item.guard_horizon and isinstance(item.trigger, At):
-                    records.refuse_before_horizon(found, decided, item.trigger.when, horizon)
+                    saving.refuse_before_horizon(found, decided, item.trigger.when, horizon)
             except OncelyError as exc:
                 exc.item = index
                 raise
@@ -146,7 +147,7 @@ class SqlStore(Bookings):
             # The schedule before its occurrences, as save_schedules locks them: the other order
             # deadlocked a removal with a concurrent save of the same key.
             self._rows(connection, "lock_schedule", params)
-            self._changed(connection, "skip_waiting", {**params, "reason": records.REMOVED})
+            self._changed(connection, "skip_waiting", {**params, "reason": saving.REMOVED})
             found = self._row(connection, "remove_schedule", params)
         return known(None if found is None else records.schedule(found), tenant, key)
 

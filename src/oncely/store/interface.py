@@ -108,7 +108,7 @@ class Store(ABC):
         key, deleted by `prune` once finished. ``tenant=None`` is the no-tenant space, distinct
         from every named tenant. A batch holds each (tenant, key) once.
 
-        The batch is written in chunks of `records.SAVE_CHUNK` items, each statement taking its
+        The batch is written in chunks of `saving.SAVE_CHUNK` items, each statement taking its
         rows as one JSON parameter (PostgreSQL allows 65,535 parameters a statement). On
         PostgreSQL the existing rows are locked in (tenant, key) order, so two batches sharing
         keys never deadlock, and one NOTIFY is sent for the whole batch.

@@ -11,12 +11,13 @@ from typing import Any
 import psycopg
 
 from oncely.model import Materialisation, Materialised, Saving, Schedule, Skipped, skip_cause
-from oncely.store import claiming, records
+from oncely.store import claiming, records, saving
 from oncely.store.base import Decision, SqlStore
 from oncely.store.dialect import Row
 from oncely.store.postgres_connections import Connection
 from oncely.store.postgres_partitions import PostgresPartitions
-from oncely.store.records import SAVE_CHUNK, occurrence_params, tenant_column
+from oncely.store.records import tenant_column
+from oncely.store.saving import SAVE_CHUNK, occurrence_params
 
 
 class PostgresSchedules(PostgresPartitions, SqlStore):
@@ -33,7 +34,7 @@ class PostgresSchedules(PostgresPartitions, SqlStore):
     def _save_schedules(
         self, batch: Sequence[Saving], now: datetime, within: Any
     ) -> list[Schedule]:
-        params = records.batch_params(batch, now)
+        params = saving.batch_params(batch, now)
         self._before_inserting(p.instance.at for item in batch for p in item.occurrences)
         # Written in (tenant, key) order, the whole batch across its chunks: two batches of the
         # same new keys in opposite orders each took half of them and deadlocked on the rest.
@@ -66,7 +67,7 @@ class PostgresSchedules(PostgresPartitions, SqlStore):
             for chunk, upsert in upserts:
                 values = {(row["tenant"], row["key"]): row for row in upsert.fetchall()}
                 for index, item, p in chunk:
-                    saved[index] = records.saved(values[p["tenant"], p["key"]], item)
+                    saved[index] = saving.saved(values[p["tenant"], p["key"]], item)
         return [saved[n] for n in range(len(batch))]
 
     def _locked_to_save(
@@ -105,7 +106,7 @@ class PostgresSchedules(PostgresPartitions, SqlStore):
             return None
         row = inserted.fetchone()
         assert row is not None
-        return records.saved(row, item)
+        return saving.saved(row, item)
 
     def _send_chunk(
         self, connection: Connection, decision: Decision, now: datetime, statement: str
@@ -115,13 +116,13 @@ class PostgresSchedules(PostgresPartitions, SqlStore):
         open pipeline; the cursor returns the saved rows once the pipeline ends."""
         decided, planned, replaced_ids = decision
         rows = [{**row, "next_run_at": _iso(row["next_run_at"]), "now": None} for row in decided]
-        occurrences = records.saved_occurrences(planned, datetime.isoformat)
+        occurrences = saving.saved_occurrences(planned, datetime.isoformat)
         if replaced_ids:
-            supersede = {"ids": self._ints(replaced_ids), "reason": records.SUPERSEDED}
+            supersede = {"ids": self._ints(replaced_ids), "reason": saving.SUPERSEDED}
             connection.execute(self._sql["supersede_pending"], supersede)
         upsert = self._cursor_on(connection)
-        saving = {"rows": json.dumps(rows), "occurrences": json.dumps(occurrences), "now": now}
-        upsert.execute(self._sql[statement], saving)
+        upserting = {"rows": json.dumps(rows), "occurrences": json.dumps(occurrences), "now": now}
+        upsert.execute(self._sql[statement], upserting)
         return upsert
 
     def materialise_many(self, batch: Sequence[Materialisation], now: datetime) -> Materialised:

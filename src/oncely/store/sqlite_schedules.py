@@ -10,10 +10,11 @@ from datetime import datetime
 from typing import Any
 
 from oncely.model import Materialisation, Materialised, Saving, Schedule, Skipped, skip_cause
-from oncely.store import claiming, records
+from oncely.store import claiming, saving
 from oncely.store.base import Item, SqlStore
 from oncely.store.dialect import Row
-from oncely.store.records import occurrence_params, tenant_column
+from oncely.store.records import tenant_column
+from oncely.store.saving import occurrence_params
 from oncely.store.sqlite_connections import SqliteConnections
 from oncely.store.sqlite_values import micros, to_micros
 
@@ -26,7 +27,7 @@ class SqliteSchedules(SqliteConnections, SqlStore):
     ) -> list[Schedule]:
         if not batch:
             return []
-        params = records.batch_params(batch, now)
+        params = saving.batch_params(batch, now)
         items = [(n, item, params[n]) for n, item in enumerate(batch)]
         with self._write(within) as connection:
             existing, horizon = self._locked_to_save(connection, items)
@@ -34,7 +35,7 @@ class SqliteSchedules(SqliteConnections, SqlStore):
             # the earlier ones written in the caller's transaction, for it to commit.
             rows, occurrences, replaced_ids = self._decide(items, existing, horizon)
             if replaced_ids:
-                supersede = {"ids": json.dumps(replaced_ids), "reason": records.SUPERSEDED}
+                supersede = {"ids": json.dumps(replaced_ids), "reason": saving.SUPERSEDED}
                 self._changed(connection, "supersede_pending", supersede)
             stamp = to_micros(now)
             connection.executemany(
@@ -42,7 +43,7 @@ class SqliteSchedules(SqliteConnections, SqlStore):
                 [{**row, "next_run_at": micros(row["next_run_at"]), "now": stamp} for row in rows],
             )
             if occurrences:
-                planned = records.saved_occurrences(occurrences, to_micros)
+                planned = saving.saved_occurrences(occurrences, to_micros)
                 connection.executemany(
                     self._sql["insert_saved_occurrences"], [{**p, "now": stamp} for p in planned]
                 )
@@ -54,7 +55,7 @@ class SqliteSchedules(SqliteConnections, SqlStore):
                 "paused": False if stored is None else stored["paused"],
                 "created_at": now if stored is None else stored["created_at"],
             }  # fmt: skip
-            saved.append(records.saved(values, item))
+            saved.append(saving.saved(values, item))
         return saved
 
     def _locked_to_save(
