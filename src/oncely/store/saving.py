@@ -234,18 +234,10 @@ def occurrence_params(
     schedule_id: int, tenant: str, planned: Planned, now: datetime
 ) -> dict[str, Any]:
     """The parameters of ``insert_occurrence``, times still as datetimes."""
-    instance = planned.instance
     return {
         "schedule_id": schedule_id,
         "tenant": tenant,
-        "scheduled_for": instance.at,
-        "local_wall": instance.wall.isoformat(),
-        "fold": instance.fold,
-        "dst_note": instance.dst,
-        "ordinal": instance.ordinal,
-        "origin": planned.origin,
-        "status": planned.status,
-        "reason": planned.reason,
-        "run_after": instance.at,
+        **_occurrence_fields(planned, lambda time: time),
+        "run_after": planned.instance.at,
         "now": now,
     }
