@@ -83,11 +83,11 @@ def checked_retention(value: Any, name: str = "retention") -> Retention:
         raise ConfigurationError(what)
     by_status: dict[str, timedelta] = {}
     for part in parts:
-        status, _, text = part.partition("=")
-        kept = duration(text)
-        if status.strip() not in FINAL_STATUSES or kept is None or status.strip() in by_status:
+        named, _, text = part.partition("=")
+        status, kept = named.strip(), duration(text)
+        if status not in FINAL_STATUSES or kept is None or status in by_status:
             raise ConfigurationError(what)
-        by_status[status.strip()] = kept
+        by_status[status] = kept
     kept_all = [default, *by_status.values()]
     if not all(isinstance(k, timedelta) and k > timedelta(0) for k in kept_all):
         raise ConfigurationError(what)

@@ -104,9 +104,9 @@ class Dialect(Store):
             "fence": claim.fence,
         }
 
-    def _candidates_of(self, candidates: Sequence[Candidate]) -> dict[str, Any]:
-        """The parameters naming ``candidates``' rows: their ids, and the earliest and latest of
-        their scheduled times."""
+    def _candidates_of(self, candidates: Sequence[Candidate | Claim]) -> dict[str, Any]:
+        """The parameters naming ``candidates``' (or claims') rows: their ids, and the earliest
+        and latest of their scheduled times."""
         times = [c.scheduled_for for c in candidates]
         return {
             "ids": self._ints(c.occurrence_id for c in candidates),

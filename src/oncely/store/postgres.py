@@ -260,13 +260,7 @@ class PostgresStore(PostgresSchedules):
         return _bigint_array(values)
 
     def _claims(self, claims: Sequence[Claim]) -> dict[str, Any]:
-        times = [c.scheduled_for for c in claims]
-        return {
-            "ids": _bigint_array(c.occurrence_id for c in claims),
-            "fences": _bigint_array(c.fence for c in claims),
-            "earliest": min(times),
-            "latest": max(times),
-        }
+        return {**self._candidates_of(claims), "fences": _bigint_array(c.fence for c in claims)}
 
     def _leases_until(self, leases: Sequence[tuple[Claim, datetime]]) -> dict[str, Any]:
         return {**self._claims([c for c, _ in leases]), "untils": [until for _, until in leases]}

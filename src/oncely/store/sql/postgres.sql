@@ -545,8 +545,8 @@ WITH booked AS (
     SET status = 'succeeded', finished_at = %(now)s, error = NULL, lease_owner = NULL,
         lease_expires_at = NULL
     FROM unnest(%(ids)s::bigint[], %(fences)s::bigint[]) AS v(id, fence)
-    WHERE o.id = v.id AND o.scheduled_for BETWEEN %(earliest)s AND %(latest)s AND o.status = 'running'
-      AND o.fence = v.fence
+    WHERE o.id = v.id AND o.scheduled_for BETWEEN %(earliest)s AND %(latest)s
+      AND o.status = 'running' AND o.fence = v.fence
     RETURNING o.id, o.schedule_id
 ), told AS MATERIALIZED (
     SELECT count(*) FROM (SELECT pg_notify('oncely_outcomes', '') FROM booked LIMIT 1) AS once
@@ -606,9 +606,9 @@ INSERT INTO oncely_attempts
 SELECT id, scheduled_for, attempts, 'lost', started_at, %(now)s, worker, fence,
     'worker ' || coalesce(lease_owner, worker, '(unknown)') || ' was lost during attempt '
         || attempts || ' (lease expired); another worker took the occurrence over'
-FROM oncely_occurrences o
-WHERE id = ANY(%(ids)s::bigint[]) AND o.scheduled_for BETWEEN %(earliest)s AND %(latest)s AND status = 'running'
-  AND attempts <= %(kept)s
+FROM oncely_occurrences
+WHERE id = ANY(%(ids)s::bigint[]) AND scheduled_for BETWEEN %(earliest)s AND %(latest)s
+  AND status = 'running' AND attempts <= %(kept)s
 ON CONFLICT DO NOTHING;
 
 -- name: book_failed
