@@ -237,6 +237,63 @@ def test_each_booking_call_tells_the_outcome_channel_once(
         story.close()
 
 
+def test_transactional_successes_of_one_tick_tell_the_outcome_channel_once(
+    postgres_url: str,
+) -> None:
+    # A notice in each handler's commit serialised those commits on the notify queue and woke
+    # every listening backend once per job; one notice per batch, after the commits, tells an
+    # open dashboard as much.
+    clock = Clock(NOW)
+    app = App(postgres_url, clock=clock)
+    committed: list[str] = []
+
+    @app.job(delivery="transactional", overlap="allow")
+    def bill(run: Run) -> None:
+        assert run.connection is not None
+        run.connection.execute("SELECT 1")
+        committed.append(run.key)
+
+    story = Story(postgres_url, channel="oncely_outcomes")
+    try:
+        app.defer_many(bill, [{"at": NOW, "key": f"bill:{n}"} for n in range(5)])
+        story.mark("defers")
+        app.tick()
+        story.mark("tick")
+        app.tick()  # nothing due: nothing told
+        story.mark("idle tick")
+        assert len(committed) == 5
+        assert {o.status for o in app.history()} == {"succeeded"}
+        assert story.told() == [("defers", 0), ("tick", 1), ("idle tick", 0)]
+    finally:
+        story.close()
+        app.close()
+
+
+def test_a_worker_tells_a_dashboard_of_its_transactional_successes(postgres_url: str) -> None:
+    app = App(postgres_url)
+
+    @app.job(delivery="transactional", overlap="allow")
+    def bill(run: Run) -> None:
+        assert run.connection is not None
+        run.connection.execute("SELECT 1")
+
+    app.migrate()
+    app.defer_many(bill, [{"at": datetime.now(UTC), "key": f"bill:{n}"} for n in range(20)])
+    with psycopg.connect(postgres_url, autocommit=True) as dashboard:
+        dashboard.execute("LISTEN oncely_outcomes")
+        app.start()
+        try:
+            told = next(dashboard.notifies(timeout=10.0), None)
+            assert told is not None, "no outcome notice in 10 s"
+            deadline = time.monotonic() + 10
+            while any(o.status != "succeeded" for o in app.history()):
+                assert time.monotonic() < deadline, [o.status for o in app.history()]
+                time.sleep(0.05)
+        finally:
+            app.stop()
+            app.close()
+
+
 def test_only_a_watch_of_outcomes_hears_bookings(pg: PostgresStore) -> None:
     defer(pg, "a")
     (booked,) = claim(pg)

@@ -10,10 +10,11 @@ from __future__ import annotations
 import copy
 import logging
 import random
+import threading
 import traceback
 from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -90,6 +91,9 @@ class Executor:
     clock: Callable[[], datetime]
     bridge: AsyncBridge
     rng: random.Random
+    # Transactional successes committed since open dashboards were last told (`tell_outcomes`).
+    _untold: bool = field(default=False, init=False)
+    _untold_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     def start(self, claim: Claim, job: Job) -> Run | Finished:
         """The `Run` to call ``job`` with, or a `Finished` failure if ``claim`` must not run.
@@ -201,7 +205,25 @@ class Executor:
             return self._lost(claim)
         finally:
             run.connection = None
+        with self._untold_lock:
+            self._untold = True
         return "succeeded"
+
+    def tell_outcomes(self) -> None:
+        """Tell open dashboards once of the transactional successes committed since the last
+        call (`Store.tell_outcomes`). Their commits send no notice: a notice in every handler's
+        commit serialised those commits on PostgreSQL's notify queue and woke every listening
+        worker's backend once per job. Raises `StoreError`; then the next call tells them."""
+        with self._untold_lock:
+            if not self._untold:
+                return
+            self._untold = False
+        try:
+            self.store.tell_outcomes()
+        except BaseException:
+            with self._untold_lock:
+                self._untold = True
+            raise
 
     def _call(self, job: Job, run: Run) -> Any:
         token = _calling.set(self)

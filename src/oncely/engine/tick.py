@@ -306,6 +306,7 @@ class Engine:
                 else:
                     report.count(result)
             self._book(pending, report)
+            self.executor.tell_outcomes()
             self._batch = _next_batch(self._batch, len(claims), time.monotonic() - started)
 
     def _hold_no_at_most_once_waiting(self, claims: list[Claim]) -> list[Claim]:

@@ -348,8 +348,16 @@ class Store(ABC):
 
         The caller leaves the transaction block next: committing it when booked, rolling it
         back when not (the lease was taken over). A store may send the booking and the COMMIT
-        in one round trip; when not booked it has then rolled the transaction back itself.
+        in one round trip; when not booked it has then rolled the transaction back itself. No
+        notice on ``oncely_outcomes`` goes with it: the caller sends one for many such
+        bookings with `tell_outcomes`.
         """
+
+    @abstractmethod
+    def tell_outcomes(self) -> None:
+        """Tell open dashboards that outcomes were booked (PostgreSQL: one notice on channel
+        ``oncely_outcomes``, in a transaction of its own; nothing on SQLite), for what
+        `commit_success` booked. Raises `StoreUnavailable`."""
 
     @abstractmethod
     def book_skipped(self, claim: Claim, now: datetime, reason: str) -> bool:
@@ -671,8 +679,9 @@ class Store(ABC):
         `add_occurrences`, `set_paused` resuming or given an end, `resume_ended_pauses`,
         `release`, `reclaim_expired` retrying, `book_failure` retrying) commits a NOTIFY on
         channel ``oncely`` in its own transaction; claims never do. Bookings (`book_success`,
-        `book_skipped`, `book_failure` failing) commit one on channel ``oncely_outcomes``
-        instead, one per call, which only a watch with ``outcomes`` (the dashboard's) hears:
+        `book_skipped`, `book_failure` failing, `tell_outcomes`) commit one on channel
+        ``oncely_outcomes`` instead, one per call, which only a watch with ``outcomes`` (the
+        dashboard's) hears:
         workers are not woken by every outcome. The
         watch LISTENs on a connection of its own (not the pool's), from a daemon thread blocked in
         psycopg's ``notifies()``, never on a timer, and calls ``on_change()`` from that thread,

@@ -211,12 +211,17 @@ class PostgresStore(PostgresSchedules):
                 if claim.failure_streak:
                     streak = {"ids": _bigint_array([claim.schedule_id])}
                     within.execute(self._sql["reset_failures"], streak)
-                within.execute(self._sql["notify_outcome"])
-                within.commit()
+                # A statement in the pipeline, not within.commit(): that synced the pipeline,
+                # and leaving it synced again, a second round trip per job.
+                within.execute(self._sql["commit"])
         except psycopg.errors.DivisionByZero:
             within.rollback()  # the lease was taken over: the handler's writes go with it
             return False
         return True
+
+    def tell_outcomes(self) -> None:
+        with self._connect() as connection:
+            self._notify_outcome(connection)
 
     def _rows(self, connection: Any, name: str, params: Mapping[str, Any]) -> list[Row]:
         return self._run(self._cursor_on(connection), name, params).fetchall()

@@ -218,6 +218,9 @@ class SqliteStore(SqliteSchedules):
             self._changed(within, "reset_failures", {"ids": self._ints([claim.schedule_id])})
         return True
 
+    def tell_outcomes(self) -> None:
+        """Nothing: the dashboard polls SQLite."""
+
     def _rows(self, connection: Any, name: str, params: Mapping[str, Any]) -> list[Row]:
         return decoded(connection.execute(self._sql[name], bound(params)))
 

@@ -344,9 +344,11 @@ class Cycle:
         with self._shared.lock:
             self.unbooked.extend(self._shared.finished)
             self._shared.finished.clear()
+        executor = self._engine().executor
+        executor.tell_outcomes()
         if not self.unbooked:
             return 0
-        booked = self._engine().executor.book(self.unbooked)
+        booked = executor.book(self.unbooked)
         if any(outcome == "retrying" for _, outcome in booked):
             self._changed = True  # its retry may come due before the next due time computed
         # Counted once per job and outcome, not once per occurrence: in a burst, a metric
