@@ -165,30 +165,27 @@ class PostgresSchedules(PostgresPartitions, SqlStore):
                                                      advance), strict=True)
                 if row is not None and item.planned
             ]  # fmt: skip
-            stale = [
-                ({"schedule_id": sid, "before": item.stale_before, "reason": item.stale_reason,
-                  "now": now}, job)
-                for item, sid, job in advanced
-                if item.stale_before is not None
-            ]  # fmt: skip
-            superseded = _each_row(connection, self._sql["supersede_stale"], [p for p, _ in stale])
+            stale = [(item, sid, job) for item, sid, job in advanced if item.stale_before]
+            superseded: list[Row] = []
+            if stale:
+                superseding = {
+                    "ids": self._ints(sid for _, sid, _ in stale),
+                    "befores": [item.stale_before for item, _, _ in stale],
+                    "reasons": [item.stale_reason for item, _, _ in stale],
+                    "now": now,
+                }
+                superseded = self._rows(connection, "supersede_stale", superseding)
+            job_of = {sid: job for _, sid, job in stale}
             skipped = [
-                Skipped(job, "misfire")
-                for (_, job), row in zip(stale, superseded, strict=True)
-                for _ in range(row["superseded"] if row is not None else 0)
+                Skipped(job_of[row["schedule_id"]], "misfire")
+                for row in superseded
+                for _ in range(row["superseded"])
             ]
-            serial = [(item, sid) for item, sid, _ in advanced if item.overlap != "allow"]
-            counts = dict(
-                zip(
-                    (sid for _, sid in serial),
-                    _each_row(
-                        connection,
-                        self._sql["in_progress"],
-                        [{"schedule_id": sid} for _, sid in serial],
-                    ),
-                    strict=True,
-                )
-            )
+            serial = [sid for item, sid, _ in advanced if item.overlap != "allow"]
+            counts: dict[int, Row] = {}
+            if serial:
+                waiting = self._rows(connection, "in_progress", {"ids": self._ints(serial)})
+                counts = {row["schedule_id"]: row for row in waiting}
             rows, jobs = [], []
             for item, schedule_id, job in advanced:
                 planned = item.planned

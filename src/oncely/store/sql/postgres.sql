@@ -345,29 +345,41 @@ ORDER BY next_run_at
 LIMIT %(limit)s;
 
 -- name: supersede_stale
--- Pending occurrences of the schedule's own series older than the newest one planned now, never
--- started, while none of the schedule runs or waits to retry: superseded by it under misfire
+-- Pending occurrences of each schedule's own series older than the newest one planned now, never
+-- started, while none of that schedule runs or waits to retry: superseded by it under misfire
 -- 'skip' and 'latest'. Left pending, the one written just before every worker stopped ran (or
 -- was skipped as too late) instead of the newest. One that waits for a running one (overlap
 -- 'buffer_one') is not stale: it runs next.
--- How many it skipped is its one row: the batch's statements are pipelined, one result each.
-WITH superseded AS (
-    UPDATE oncely_occurrences SET status = 'skipped', reason = %(reason)s, finished_at = %(now)s
-    WHERE schedule_id = %(schedule_id)s AND status = 'pending' AND origin = 'schedule'
-      AND attempts = 0 AND scheduled_for < %(before)s
+-- The whole batch in one statement, one row per schedule that had any: run once per schedule,
+-- each run set up the update of every day's partition (a millisecond with 8 days), so a worker
+-- that materialised 1,000 every-second schedules a little late spent the next second on this,
+-- was later still, and skipped most of what came due (a lag benchmark ran a fifth of them).
+WITH batch AS (
+    SELECT * FROM unnest(%(ids)s::bigint[], %(befores)s::timestamptz[], %(reasons)s::text[])
+        AS b(schedule_id, before, reason)
+), superseded AS (
+    UPDATE oncely_occurrences o
+    SET status = 'skipped', reason = b.reason, finished_at = %(now)s
+    FROM batch b
+    WHERE o.schedule_id = b.schedule_id AND o.status = 'pending' AND o.origin = 'schedule'
+      AND o.attempts = 0 AND o.scheduled_for < b.before
       AND NOT EXISTS (SELECT 1 FROM oncely_occurrences r
-                      WHERE r.schedule_id = %(schedule_id)s
+                      WHERE r.schedule_id = b.schedule_id
                         AND r.status IN ('running', 'retrying'))
-    RETURNING 1
+    RETURNING o.schedule_id
 )
-SELECT count(*) AS superseded FROM superseded;
+SELECT schedule_id, count(*) AS superseded FROM superseded GROUP BY schedule_id;
 
 -- name: in_progress
--- How many occurrences of a schedule wait (pending) and how many run or wait to retry.
-SELECT count(*) FILTER (WHERE status = 'pending') AS waiting,
-       count(*) FILTER (WHERE status <> 'pending') AS running
-FROM oncely_occurrences
-WHERE schedule_id = %(schedule_id)s AND status IN ('pending', 'running', 'retrying');
+-- How many occurrences of each schedule of the batch wait (pending) and how many run or wait to
+-- retry: one statement for the batch, as supersede_stale (and for the same reason).
+SELECT b.schedule_id,
+       count(*) FILTER (WHERE o.status = 'pending') AS waiting,
+       count(*) FILTER (WHERE o.status IN ('running', 'retrying')) AS running
+FROM unnest(%(ids)s::bigint[]) AS b(schedule_id)
+LEFT JOIN oncely_occurrences o
+    ON o.schedule_id = b.schedule_id AND o.status IN ('pending', 'running', 'retrying')
+GROUP BY b.schedule_id;
 
 -- name: schedule_id
 SELECT id FROM oncely_schedules
