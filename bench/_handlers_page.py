@@ -74,4 +74,29 @@ def handlers_section(document: dict[str, Any] | None) -> list[str]:
                 f"| {_cell(med['peak_rss_mb'], '.0f')} "
                 f"| {med['duplicates']} | {med['missing']} | {_cell(med['load'], '.1f')} |"
             )
-    return [*lines, "", f"Command: `{document['command']}`."]
+    return [*lines, *_lag_lines(document.get("lag")), "", f"Command: `{document['command']}`."]
+
+
+def _lag_lines(lag: dict[str, Any] | None) -> list[str]:
+    """The lag table under the burst's, when this run measured it."""
+    if not lag:
+        return []
+    med = lag["median"]
+    target = lag["target_p99_ms"]
+    verdict = "met" if med["p99_ms"] is not None and med["p99_ms"] < target else "missed"
+    return [
+        "",
+        f"Lag with this handler: {lag['schedules']:,} schedules every second run by "
+        f"{lag['workers']} worker processes of {lag['concurrency']} handlers each, every "
+        "handler INSERTing its key as above (bench/worker.py's recurring lag, "
+        f"`--handler insert`); {lag['seconds']:.0f} s per run without the first and last "
+        f"{lag['margin']:.0f} s, medians of {len(lag['runs'])} runs. Lag = handler start - "
+        f"scheduled_for. Target p99 under {target} ms: {verdict}.",
+        "",
+        "| p50 ms | p90 ms | p99 ms | max ms | due | ran | dup | miss | worker CPU (cores) |",
+        "|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+        f"| {_cell(med['p50_ms'], '.1f')} | {_cell(med['p90_ms'], '.1f')} "
+        f"| {_cell(med['p99_ms'], '.1f')} | {_cell(med['max_ms'], '.1f')} | {med['due']:,.0f} "
+        f"| {med['ran']:,.0f} | {med['duplicates']} | {med['misses']} "
+        f"| {_cell(med['worker_cores'], '.2f')} |",
+    ]

@@ -14,7 +14,8 @@ Then ``workers`` real worker processes (``python -m oncely.cli run _worker_lag:a
 ``seconds`` seconds after the start and are stopped with SIGTERM (each must drain and exit 0).
 The handler's first act is ``time.time()``; it then appends ``"<key> <scheduled_for> <start>"``
 to its process's own record file with one ``write(2)`` (O_APPEND, as ``bench/_peers/harness.py``
-``record`` does). The figures come from those files:
+``record`` does); with ``handler="insert"`` it first INSERTs its key into table ``effects`` (see
+`lag_app`). The figures come from those files:
 
 * the measured window is the whole seconds from ``margin`` after the start (the workers' start;
   for ``oneoff`` the first second due, the workers having started before it) to ``margin``
@@ -68,6 +69,10 @@ from _peers.lag import (
 from oncely.store.queries import DIALECTS, queries
 
 BENCH_DIR = Path(__file__).resolve().parent
+#: Connections of a worker process's pool for its handlers' INSERTs (``handler="insert"``), as
+#: many as handlers run at once in ``bench/handlers.py``.
+EFFECT_POOL = 10
+HANDLERS = ("file", "insert")
 #: Seconds a worker gets to drain and exit after SIGTERM before it is killed (and reported).
 STOP_S = 40.0
 #: The loop's steps whose time the profile reports: label, file, function.
@@ -198,16 +203,33 @@ def sleep_until(moment: float, workers: Workers) -> None:
 # --- the workers' app ----------------------------------------------------------------------------
 
 
-def lag_app(url: str | None, record: str | None) -> tuple[oncely.App, oncely.Job]:
-    """The app of the lag benchmark; its handler appends to ``record`` (None: never runs)."""
+def lag_app(
+    url: str | None, record: str | None, effects: str | None = None
+) -> tuple[oncely.App, oncely.Job]:
+    """The app of the lag benchmark; its handler appends to ``record`` (None: never runs).
+
+    With ``effects`` (a PostgreSQL conninfo), job ``tick``'s handler also does what the
+    commonest real job does, as ``bench/handlers.py``'s does: one autocommit ``INSERT`` of its
+    key into table ``effects`` through a connection of its process's pool of `EFFECT_POOL`.
+    """
     app = oncely.App(url)
     fd = None if record is None else os.open(record, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    pool = None
+    if effects is not None and record is not None:
+        from psycopg_pool import ConnectionPool
+
+        pool = ConnectionPool(
+            effects, min_size=EFFECT_POOL, max_size=EFFECT_POOL, kwargs={"autocommit": True}
+        )
 
     @app.job()
     def tick(run: oncely.Run) -> None:
         started = time.time()
         if fd is None:
             raise AssertionError("the benchmark's own app schedules; only workers run")
+        if pool is not None:
+            with pool.connection() as connection:
+                connection.execute("INSERT INTO effects (key) VALUES (%s)", (run.key,))
         line = f"{run.key} {run.scheduled_for.timestamp():.6f} {started:.6f}\n"
         os.write(fd, line.encode())
 
@@ -304,7 +326,7 @@ def __getattr__(name: str) -> Any:
     record = Path(os.environ["BENCH_WORKER_RECORDS"]) / f"{os.getpid()}.records"
     if profile := os.environ.get("BENCH_WORKER_PROFILE"):
         _install_profile(profile)
-    app, _ = lag_app(None, str(record))
+    app, _ = lag_app(None, str(record), os.environ.get("BENCH_WORKER_EFFECTS"))
     globals()["app"] = app
     return app
 
@@ -323,17 +345,27 @@ def run_lag(
     margin: float,
     mode: str = "recurring",
     profile: bool = False,
+    handler: str = "file",
 ) -> dict[str, Any]:
     """One lag run on a new database of ``store``; its figures (see the module docstring).
 
     With ``profile``, worker 0's loop is profiled over the window and ``"profile"`` holds the
-    seconds per window second spent in each step of ``PROFILED`` and the top functions.
+    seconds per window second spent in each step of ``PROFILED`` and the top functions. With
+    ``handler="insert"`` (PostgreSQL only), each handler also INSERTs its key into table
+    ``effects`` of the run's database (see `lag_app`).
     """
+    if handler == "insert" and store != "postgres":
+        raise ValueError("handler='insert' writes to PostgreSQL: run it with store='postgres'")
     with (
         harness.store_database(store, server, "worker_lag") as url,
         tempfile.TemporaryDirectory() as tmp_name,
     ):
         tmp = Path(tmp_name)
+        env = {"BENCH_WORKER_RECORDS": str(tmp / "records")}
+        if handler == "insert":
+            with psycopg.connect(url, autocommit=True) as connection:
+                connection.execute("CREATE TABLE effects (key text NOT NULL)")
+            env["BENCH_WORKER_EFFECTS"] = url
         app, tick = lag_app(url, None)
         base: int | None = None
         if mode == "oneoff":
@@ -357,8 +389,7 @@ def run_lag(
         records.mkdir()
         stats = tmp / "worker0.pstats"
         team = Workers(
-            "_worker_lag", url, workers, tmp, concurrency=concurrency,
-            env={"BENCH_WORKER_RECORDS": str(records)},
+            "_worker_lag", url, workers, tmp, concurrency=concurrency, env=env,
             per_worker=[{"BENCH_WORKER_PROFILE": str(stats)}] if profile else None,
         )  # fmt: skip
         try:
@@ -380,8 +411,12 @@ def run_lag(
             team.kill()
 
         result = figures(read_records(records.glob("*.records")), schedules, w0, w1)
+        if handler == "insert":
+            with psycopg.connect(url) as connection:
+                row = connection.execute("SELECT count(*) FROM effects").fetchone()
+            result["effects"] = row[0] if row else 0
         result.update(
-            store=store, mode=mode, workers=workers, schedules=schedules,
+            store=store, mode=mode, handler=handler, workers=workers, schedules=schedules,
             schedule_s=round(schedule_s, 2), late_start_s=round(max(t0 - start, 0.0), 3),
             window_s=w1 - w0, worker_cores=round((cpu1 - cpu0) / (w1 - w0), 3),
             history=_history(url, w0, w1, schedules),

@@ -19,6 +19,11 @@ so at most 10 handlers write at once in each process. Subjects:
 * ``bare``: no scheduler: 10 threads per process, each with its own connection, INSERT the keys
   one after the other: the limit of this workload on this machine and server.
 
+Then the lag with this handler (``--lag-seconds``, 30; 0 for none): ``bench/worker.py``'s
+recurring lag on PostgreSQL, 1,000 schedules every second run by 2 worker processes of 10
+handlers each, every handler also INSERTing its key through its process's pool of 10
+(``--handler insert``), ``--runs`` runs of that many seconds each; the target is a p99 under 50 ms.
+
 ``--workers 1,2`` (the default; ``1,2,4,8`` for scale-out) runs each subject with that many
 worker processes on one database; above ``MAX_HANDLER_CONNECTIONS`` (64) handler connections in
 all, each process gets fewer than 10 (the server allows 100 connections, shared). Each run
@@ -79,6 +84,12 @@ POLL_S = 0.05
 #: Worker processes a subject is measured with at most: procrastinate's pools (its own and the
 #: handlers') took more connections than the server's 100 at 8 workers, and it drains slowly.
 MAX_WORKERS = {"procrastinate": 2}
+#: Lag with this handler (`measure_lag`): as bench/worker.py measures it on PostgreSQL.
+LAG_SCHEDULES = 1_000
+LAG_WORKERS = 2
+LAG_MARGIN_S = 5.0
+#: The issue's target for the p99 of that lag.
+LAG_P99_TARGET_MS = 50
 CREATE_EFFECTS = (
     "CREATE TABLE effects "
     "(key text NOT NULL, done_at timestamptz NOT NULL DEFAULT clock_timestamp())"
@@ -547,6 +558,28 @@ def _peer_runs(
     return found
 
 
+def measure_lag(server: str, runs: int, seconds: float) -> dict[str, Any]:
+    """Lag with this handler: ``bench/worker.py``'s recurring lag (1,000 schedules every second,
+    2 worker processes) with each handler also INSERTing its key through a pool of `HANDLERS`
+    connections, `HANDLERS` handlers at once per process; ``runs`` runs and their medians."""
+    from _peers.lag import median_figures
+    from _worker_lag import run_lag
+
+    options = {"schedules": LAG_SCHEDULES, "seconds": seconds, "workers": LAG_WORKERS,
+               "concurrency": HANDLERS, "margin": LAG_MARGIN_S, "handler": "insert"}  # fmt: skip
+    found = []
+    for run in range(1, runs + 1):
+        result = run_lag("postgres", server, **options)  # type: ignore[arg-type]
+        found.append(result)
+        harness.say(
+            f"lag with INSERT handlers run {run}/{runs}: p50 {result['p50_ms']} ms p99 "
+            f"{result['p99_ms']} ms ran {result['ran']}/{result['due']} dup "
+            f"{result['duplicates']} miss {result['misses']}"
+        )
+    median = median_figures(found)
+    return {"runs": found, "median": median, "target_p99_ms": LAG_P99_TARGET_MS, **options}
+
+
 def measure(
     subjects: list[str], server: str, jobs: int, workers: list[int], runs: int, profile: Path | None
 ) -> dict[str, Any]:
@@ -601,6 +634,10 @@ def main() -> None:
         "--profile", type=Path, metavar="DIR",
         help="worker 0 of each run under cProfile, one pstats file per thread in DIR/SUBJECT-W",
     )  # fmt: skip
+    parser.add_argument(
+        "--lag-seconds", type=float, default=30.0,
+        help="seconds of each lag run with INSERT handlers (0: none)",
+    )  # fmt: skip
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the figures here")
     parser.add_argument("--write", type=Path, metavar="PAGE", help="update PAGE's section")
     args = parser.parse_args()
@@ -615,6 +652,8 @@ def main() -> None:
         return
     subjects = [s for s in args.subjects if not (args.no_peers and s in PEER_SUBJECTS)]
     document = measure(subjects, args.server, args.jobs, workers, args.runs, args.profile)
+    if args.lag_seconds and "oncely" in subjects:
+        document["lag"] = measure_lag(args.server, args.runs, args.lag_seconds)
     from _handlers_page import handlers_section
 
     print("\n".join(handlers_section(document)))

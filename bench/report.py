@@ -187,7 +187,7 @@ def plan(
             tasks.append(Task(f"worker-{peer}", PEERS_PYTHON, "peer_worker.py", args, part))
     enqueue = ("--jobs", "200", "--calls", "20") if quick else ()
     enqueue_peers = ("--peers", *(p for p in peers if p in ("pgqueuer", "procrastinate")))
-    handlers = ("--jobs", "200", "--workers", "1") if quick else ()
+    handlers = ("--jobs", "200", "--workers", "1", "--lag-seconds", "12") if quick else ()
     handler_peers = ("--subjects", "oncely", "oncely-transactional", *enqueue_peers[1:], "bare")
     tasks += [
         Task(

@@ -8,7 +8,9 @@ Lag (``bench/_worker_lag.py``): ``--schedules`` schedules (1,000), each ``every(
 run for ``--seconds`` (60) by 2 worker processes on PostgreSQL and 1 on SQLite; with
 ``--modes oneoff`` (or ``recurring oneoff``), also one-offs (``app.defer``), ``--schedules`` due
 at each whole second of the run, the workload every peer can express (``bench/peer_worker.py``
-measures the peers the same way). Reported: the
+measures the peers the same way). With ``--handler insert`` (PostgreSQL, recurring), each
+handler also does one autocommit ``INSERT`` of its key through a pool of 10 connections of its
+process, as ``bench/handlers.py``'s does. Reported: the
 p50/p90/p99/max of handler start minus ``scheduled_for`` over the occurrences due in the window
 (the run without its first and last ``--margin`` seconds), occurrences run, duplicates, misses,
 what ``app.history`` says of the window, and the workers' CPU. The issue's target: p99 under
@@ -52,7 +54,7 @@ if str(_BENCH_DIR) not in sys.path:
 from _peers import harness  # noqa: E402
 from _peers.lag import median_figures  # noqa: E402
 from _worker_idle import run_idle_cost  # noqa: E402
-from _worker_lag import run_lag  # noqa: E402
+from _worker_lag import HANDLERS, run_lag  # noqa: E402
 from peers import DEFAULT_SERVER  # noqa: E402
 
 STORES = ("postgres", "sqlite")
@@ -98,6 +100,7 @@ def run_lag_all(args: argparse.Namespace, mode: str) -> dict[str, Any]:
         options = {
             "schedules": args.schedules, "seconds": args.seconds, "workers": workers,
             "concurrency": args.concurrency, "margin": args.margin, "mode": mode,
+            "handler": args.handler,
         }  # fmt: skip
         raw = []
         for run in range(1, args.runs + 1):
@@ -288,6 +291,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     lag.add_argument("--pg-workers", type=int, default=2, help="worker processes on PostgreSQL")
     lag.add_argument("--sqlite-workers", type=int, default=1, help="worker processes on SQLite")
     lag.add_argument("--profile", action="store_true", help="one more run, worker 0 profiled")
+    lag.add_argument(
+        "--handler", choices=HANDLERS, default="file",
+        help="file: the handler appends a line; insert: it also INSERTs into PostgreSQL "
+        "(recurring, --stores postgres)",
+    )  # fmt: skip
     idle = parser.add_argument_group("idle")
     idle.add_argument("--idle-schedules", type=int, default=100_000)
     idle.add_argument("--idle-seconds", type=float, default=60.0, help="measured per run")
@@ -300,6 +308,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--runs must be at least 1")
     if args.seconds <= 2 * args.margin + 1:
         parser.error("--seconds must leave at least one second between the two margins")
+    if args.handler == "insert" and (args.stores != ["postgres"] or args.modes != ["recurring"]):
+        parser.error(
+            "--handler insert needs --stores postgres and --modes recurring: job tick INSERTs "
+            "into PostgreSQL"
+        )
 
     started = time.perf_counter()
     document: dict[str, Any] = {"setting": describe_setting(args)}
