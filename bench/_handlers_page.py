@@ -74,16 +74,29 @@ def handlers_section(document: dict[str, Any] | None) -> list[str]:
                 f"| {_cell(med['peak_rss_mb'], '.0f')} "
                 f"| {med['duplicates']} | {med['missing']} | {_cell(med['load'], '.1f')} |"
             )
-    return [*lines, *_lag_lines(document.get("lag")), "", f"Command: `{document['command']}`."]
+    lag = _lag_lines(document.get("lag"), results.get("bare", {}))
+    return [*lines, *lag, "", f"Command: `{document['command']}`."]
 
 
-def _lag_lines(lag: dict[str, Any] | None) -> list[str]:
-    """The lag table under the burst's, when this run measured it."""
+def _lag_lines(lag: dict[str, Any] | None, bare: dict[str, Any]) -> list[str]:
+    """The lag table under the burst's, when this run measured it, and the least lag the bare
+    loop's rate allows: a second's occurrences all come due at once, and nothing can start the
+    last of them before that many INSERTs are done."""
     if not lag:
         return []
     med = lag["median"]
     target = lag["target_p99_ms"]
     verdict = "met" if med["p99_ms"] is not None and med["p99_ms"] < target else "missed"
+    limit = bare.get(str(lag["workers"]), {}).get("median", {}).get("jobs_per_s")
+    floor = []
+    if limit:
+        floor = [
+            "",
+            f"The limit beside it: the bare loop above, with {lag['workers']} processes, does "
+            f"{limit:,.0f} INSERTs a second, so the {lag['schedules']:,} INSERTs due at one "
+            f"instant take it {lag['schedules'] / limit * 1000:,.0f} ms. With no scheduler at "
+            "all, the last of a second's handlers starts that late at best.",
+        ]
     return [
         "",
         f"Lag with this handler: {lag['schedules']:,} schedules every second run by "
@@ -99,4 +112,5 @@ def _lag_lines(lag: dict[str, Any] | None) -> list[str]:
         f"| {_cell(med['p99_ms'], '.1f')} | {_cell(med['max_ms'], '.1f')} | {med['due']:,.0f} "
         f"| {med['ran']:,.0f} | {med['duplicates']} | {med['misses']} "
         f"| {_cell(med['worker_cores'], '.2f')} |",
+        *floor,
     ]
