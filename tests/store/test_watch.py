@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 
+from _processes import wait_until
 from oncely import App, Run, at, every
 from oncely.model import Claim, Planned
 from oncely.store import PostgresStore, Store, Watch, open_store
@@ -285,10 +286,11 @@ def test_a_worker_tells_a_dashboard_of_its_transactional_successes(postgres_url:
         try:
             told = next(dashboard.notifies(timeout=10.0), None)
             assert told is not None, "no outcome notice in 10 s"
-            deadline = time.monotonic() + 10
-            while any(o.status != "succeeded" for o in app.history()):
-                assert time.monotonic() < deadline, [o.status for o in app.history()]
-                time.sleep(0.05)
+
+            def all_succeeded() -> bool:
+                return all(o.status == "succeeded" for o in app.history())
+
+            wait_until(all_succeeded, 10, "every transactional job to succeed")
         finally:
             app.stop()
             app.close()
