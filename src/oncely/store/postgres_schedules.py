@@ -165,7 +165,7 @@ class PostgresSchedules(PostgresPartitions, SqlStore):
                                                      advance), strict=True)
                 if row is not None and item.planned
             ]  # fmt: skip
-            stale = [(item, sid, job) for item, sid, job in advanced if item.stale_before]
+            stale = [(i, sid, job) for i, sid, job in advanced if i.stale_before is not None]
             superseded: list[Row] = []
             if stale:
                 superseding = {

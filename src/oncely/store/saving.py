@@ -13,7 +13,6 @@ from oncely.model import (
     Planned,
     Saving,
     Schedule,
-    ScheduleOrigin,
     ScheduleStatus,
 )
 from oncely.recurrence import Trigger
@@ -24,36 +23,6 @@ SCHEDULE_COLUMNS = (
     "id", "tenant", "key", "job", "origin", "trigger_spec", "payload", "paused", "status",
     "status_reason", "next_run_at", "created_at", "updated_at",
 )  # fmt: skip
-
-
-def schedule_params(
-    *,
-    tenant: str | None,
-    key: str,
-    job: str,
-    origin: ScheduleOrigin,
-    trigger: Trigger,
-    payload: Any,
-    next_run_at: datetime | None,
-    now: datetime,
-    keyless: bool = False,
-    trigger_spec: str | None = None,
-) -> dict[str, Any]:
-    """The parameters of ``upsert_schedule``, times still as datetimes; raises `InvalidPayload`.
-    ``trigger_spec``: the trigger's `spec_text`, when the caller has it already."""
-    return {
-        "keyless": keyless,
-        "tenant": tenant_column(tenant),
-        "key": key,
-        "job": job,
-        "origin": origin,
-        "trigger_kind": trigger.kind,
-        "trigger_spec": spec_text(trigger) if trigger_spec is None else trigger_spec,
-        "payload": payloads.encode(payload),
-        "status": "active" if next_run_at is not None else "ended",
-        "next_run_at": next_run_at,
-        "now": now,
-    }
 
 
 # insert_occurrence plans a row skipped with one of these reasons anew (matched by the prefix
@@ -107,20 +76,22 @@ def batch_params(batch: Sequence[Saving], now: datetime) -> list[dict[str, Any]]
     return params
 
 
-def item_params(item: Saving, now: datetime, trigger_spec: str | None = None) -> dict[str, Any]:
-    """`schedule_params` of one `Saving`; raises `InvalidPayload`."""
-    return schedule_params(
-        tenant=item.tenant,
-        key=item.key,
-        job=item.job,
-        origin=item.origin,
-        trigger=item.trigger,
-        payload=item.payload,
-        next_run_at=item.next_run_at,
-        now=now,
-        keyless=item.keyless,
-        trigger_spec=trigger_spec,
-    )
+def item_params(item: Saving, now: datetime, trigger_spec: str) -> dict[str, Any]:
+    """The parameters of ``upsert_schedules`` for one `Saving`, times still as datetimes;
+    ``trigger_spec`` is its trigger's `spec_text`. Raises `InvalidPayload`."""
+    return {
+        "keyless": item.keyless,
+        "tenant": tenant_column(item.tenant),
+        "key": item.key,
+        "job": item.job,
+        "origin": item.origin,
+        "trigger_kind": item.trigger.kind,
+        "trigger_spec": trigger_spec,
+        "payload": payloads.encode(item.payload),
+        "status": "active" if item.next_run_at is not None else "ended",
+        "next_run_at": item.next_run_at,
+        "now": now,
+    }
 
 
 def spec_text(trigger: Trigger) -> str:
