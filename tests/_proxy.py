@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
+from collections.abc import Iterator
+from urllib.parse import urlsplit, urlunsplit
 
 
 class TcpProxy:
@@ -109,6 +111,20 @@ class TcpProxy:
             self._sockets.discard(target)
         _hang_up(source)
         _hang_up(target)
+
+
+@contextlib.contextmanager
+def proxied(url: str) -> Iterator[tuple[TcpProxy, str]]:
+    """A proxy in front of the server of database URL ``url``, and the URL through it."""
+    parts = urlsplit(url)
+    proxy = TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432)
+    port = proxy.start()
+    userinfo = parts.netloc.rpartition("@")[0]
+    netloc = f"{userinfo}@127.0.0.1:{port}" if userinfo else f"127.0.0.1:{port}"
+    try:
+        yield proxy, urlunsplit(parts._replace(netloc=netloc))
+    finally:
+        proxy.close()
 
 
 def _hang_up(sock: socket.socket) -> None:

@@ -23,11 +23,9 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 from _faults import (
     MODES,
@@ -43,7 +41,7 @@ from _faults import (
 )
 
 from _processes import Workers, json_lines, terminate, wait_until
-from _proxy import TcpProxy
+from _proxy import proxied
 
 OUTAGE_S = scaled(5.0, 30.0)
 PER_MODE = int(scaled(10, 100))
@@ -54,20 +52,6 @@ EDGE_S = 2
 DONE = {"succeeded", "skipped", "abandoned", "failed"}
 
 
-@contextmanager
-def _proxied(url: str) -> Iterator[tuple[TcpProxy, str]]:
-    """A proxy in front of the server of ``url``, and the URL that goes through it."""
-    parts = urlsplit(url)
-    proxy = TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432)
-    port = proxy.start()
-    userinfo = parts.netloc.rpartition("@")[0]
-    netloc = f"{userinfo}@127.0.0.1:{port}" if userinfo else f"127.0.0.1:{port}"
-    try:
-        yield proxy, urlunsplit(parts._replace(netloc=netloc))
-    finally:
-        proxy.close()
-
-
 def _address(log: str) -> str | None:
     for line in json_lines(log):
         found = re.search(r"health and metrics on http://(\S+)", line["message"])
@@ -76,22 +60,25 @@ def _address(log: str) -> str | None:
     return None
 
 
-def _health(address: str) -> tuple[int, object]:
-    """The status code and the body's "status" of ``address``'s /healthz (0: no answer)."""
+def _health(address: str) -> tuple[int, object, object]:
+    """The status code, and the body's "status" and "reason", of ``address``'s /healthz (0: no
+    answer)."""
     try:
         with urllib.request.urlopen(f"http://{address}/healthz", timeout=2) as response:
-            return int(response.status), json.loads(response.read()).get("status")
+            body = json.loads(response.read())
+            return int(response.status), body.get("status"), body.get("reason")
     except urllib.error.HTTPError as error:
-        return int(error.code), json.loads(error.read()).get("status")
+        body = json.loads(error.read())
+        return int(error.code), body.get("status"), body.get("reason")
     except OSError:
-        return 0, None
+        return 0, None, None
 
 
 class _Watch:
     """Polls each worker's /healthz every 0.2 s on a thread; keeps the answers in order."""
 
     def __init__(self, addresses: list[str]) -> None:
-        self.seen: dict[str, list[tuple[int, object]]] = {a: [] for a in addresses}
+        self.seen: dict[str, list[tuple[int, object, object]]] = {a: [] for a in addresses}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
         self._thread.start()
@@ -109,10 +96,18 @@ class _Watch:
         self._stop.set()
         self._thread.join()
 
+    def reasons(self, address: str) -> list[tuple[int, object]]:
+        """Each change of answer in order, with the reason of a 503."""
+        changes: list[tuple[int, object]] = []
+        for code, _, reason in self.seen[address]:
+            if not changes or changes[-1] != (code, reason):
+                changes.append((code, reason))
+        return changes
+
     def story(self, address: str) -> list[int]:
         """The distinct answers in order: [200, 503, 200] for an outage seen and recovered."""
         story: list[int] = []
-        for code, _ in self.seen[address]:
+        for code, _, _ in self.seen[address]:
             if not story or story[-1] != code:
                 story.append(code)
         return story
@@ -140,7 +135,7 @@ def test_workers_ride_out_a_database_outage_and_account_for_every_occurrence(
     prepare(postgres_url)
     keys = schedule_every_second(postgres_url, PER_MODE)
     with (
-        _proxied(postgres_url) as (proxy, through),
+        proxied(postgres_url) as (proxy, through),
         fault_workers(through, tmp_path, "--http", "127.0.0.1:0", lease_s=str(LEASE_S)) as group,
     ):
         first, second = group.start(), group.start()
@@ -214,12 +209,15 @@ def test_workers_ride_out_a_database_outage_and_account_for_every_occurrence(
         )
     assert problems == [], f"{len(problems)} problems, the first: {problems[:10]}"
     for address, seen in watch.seen.items():
-        assert watch.story(address)[-3:] == [200, 503, 200], watch.story(address)
-        assert {body for code, body in seen if code == 503} == {"failing"}
+        assert watch.story(address)[-3:] == [200, 503, 200], (
+            f"{address}: {watch.reasons(address)}\n{group.output()}"
+        )
+        assert {body for code, body, _ in seen if code == 503} == {"failing"}
     for mode in MODES:
         assert any(
             rows[o].status == "succeeded" and o[1] > restored_at
             for o in expected
             if o[0].startswith(f"{mode}:")
         ), f"{mode} did not fire again after the outage"
-    assert _outage_lines(group) == [(1, 1, True), (1, 1, True)], group.output()
+    lines = _outage_lines(group)
+    assert lines == [(1, 1, True), (1, 1, True)], f"{lines}\n{group.output()}"

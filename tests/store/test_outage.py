@@ -97,6 +97,29 @@ def test_a_call_once_the_server_is_back_does_not_wait_for_a_retry_in_backoff(
         store.close()
 
 
+def test_a_call_in_an_outage_is_told_the_server_refuses_without_waiting_out_the_pool(
+    proxy: tuple[TcpProxy, str],
+) -> None:
+    # The outage empties the pool and its one attempt to connect fails. A call waiting on the
+    # pool then waited all of its 5 s, was told "the pool's connections stayed in use", and
+    # kept the worker's tick from running even once the server was back.
+    cutter, url = proxy
+    store = PostgresStore(url)
+    try:
+        assert store.next_due_at() is None
+        cutter.cut()
+        for _ in range(3):
+            started = time.monotonic()
+            with pytest.raises(StoreUnavailable) as raised:
+                store.next_due_at()
+            took = time.monotonic() - started
+            assert "cannot connect to PostgreSQL" in str(raised.value), raised.value
+            assert "stayed in use" not in str(raised.value)
+            assert took < 4.0, took
+    finally:
+        store.close()
+
+
 def test_connections_broken_while_idle_are_not_handed_out(proxy: tuple[TcpProxy, str]) -> None:
     # A restart between two calls: the pool's idle connections are all dead, and nobody has
     # noticed yet. The next call must still succeed.

@@ -7,35 +7,19 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
 from _serving import eventually, serving
 
 import oncely
-from _proxy import TcpProxy
+from _proxy import proxied
 from oncely.store.postgres import PostgresStore
 
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-@contextmanager
-def _proxied(url: str) -> Iterator[tuple[TcpProxy, str]]:
-    parts = urlsplit(url)
-    proxy = TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432)
-    port = proxy.start()
-    userinfo = parts.netloc.rpartition("@")[0]
-    netloc = f"{userinfo}@127.0.0.1:{port}" if userinfo else f"127.0.0.1:{port}"
-    try:
-        yield proxy, urlunsplit(parts._replace(netloc=netloc))
-    finally:
-        proxy.close()
 
 
 def _listening(url: str) -> list[int]:
@@ -57,8 +41,8 @@ def _hang_up_listeners(url: str) -> None:
 def test_a_refused_wake_up_channel_delays_neither_bookings_nor_heartbeats(
     postgres_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with _proxied(postgres_url) as (proxy, proxied):
-        app = oncely.App(proxied)
+    with proxied(postgres_url) as (proxy, through):
+        app = oncely.App(through)
         ran: list[str] = []
         release = threading.Event()
 

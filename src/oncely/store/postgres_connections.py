@@ -7,6 +7,7 @@ import logging
 import os
 import select
 import threading
+import time
 import weakref
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -35,6 +36,11 @@ KEEPALIVES = {
     "keepalives_interval": 10,
     "keepalives_count": 3,
 }
+
+# A caller's wait for a pooled connection is cut into slices this long. An outage empties the
+# pool, whose one attempt to connect fails; a caller waiting then heard nothing until TIMEOUT_S
+# had passed, even once the server was back, and was told the pool's connections were in use.
+_WAIT_SLICE_S = 0.5
 
 Connection = psycopg.Connection[dict[str, Any]]
 
@@ -169,13 +175,35 @@ class PostgresConnections:
     @contextmanager
     def _connect(self) -> Iterator[Connection]:
         """A pooled connection in one transaction: committed at the end, rolled back on error."""
+        pool = self._opened_pool()
         try:
-            with self._opened_pool().connection() as connection:
-                yield connection
-        except PoolTimeout as exc:
-            raise self._why_no_connection() from exc
+            connection = self._take(pool)
+            try:
+                with connection:
+                    yield connection
+            finally:
+                pool.putconn(connection)
         except psycopg.Error as exc:
             raise store_error(exc) from exc
+
+    def _take(self, pool: ConnectionPool[Connection]) -> Connection:
+        """A connection from ``pool`` within TIMEOUT_S. A pool left with no connection at all
+        (its attempt to connect failed) is not waited on: the server's refusal is raised, and a
+        server back again is asked by the next attempt at once."""
+        deadline = time.monotonic() + TIMEOUT_S
+        wait = _WAIT_SLICE_S
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                return pool.getconn(timeout=max(0.01, min(wait, left)))
+            except PoolTimeout as exc:
+                if left <= wait:
+                    raise self._why_no_connection() from exc
+                if pool.get_stats()["pool_size"] == 0:
+                    self._probe()
+                else:
+                    # In use: wait for one in a single place in the queue, behind no newcomer.
+                    wait = TIMEOUT_S
 
     @contextmanager
     def _session(self) -> Iterator[Connection]:

@@ -105,6 +105,10 @@ class Cycle:
             if not draining:
                 self._serve(booked)
         except OncelyError as exc:
+            # The next turn prepares, whatever is due: a failed prepare left its steps half
+            # done, and a turn with nothing due made no round trip, so its success ended the
+            # outage while the store was still down.
+            self._changed = True
             self._health.tick_failed(str(exc))
             self._metrics.tick_failed()
             return self._outage.failed(exc, "tick")
