@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
-from _faults import Effect, effects, fault_workers, prepare, scaled, seconds_between
+from _faults import Effect, effects, fault_workers, history, prepare, scaled, seconds_between
 
 from _processes import Workers, terminate, wait_until
 
@@ -44,6 +44,16 @@ def _schedule(url: str, key: str) -> tuple[str, int | None]:
         ).fetchone()
     assert row is not None
     return row[0], row[1]
+
+
+def _saved(url: str, keys: tuple[str, ...]) -> bool:
+    """Whether schedules ``keys`` are saved: a worker saves its code's schedules at its first
+    tick, after it logs that it is serving, and their series start then."""
+    with psycopg.connect(url) as connection:
+        row = connection.execute(
+            "SELECT count(*) FROM oncely_schedules WHERE key = ANY(%s)", (list(keys),)
+        ).fetchone()
+    return row is not None and row[0] == len(keys)
 
 
 def _switched(url: str) -> datetime:
@@ -68,6 +78,9 @@ def test_old_and_new_versions_side_by_side_then_the_old_ones_stop(
     prepare(postgres_url)
     with fault_workers(postgres_url, tmp_path, app=V1) as group:
         old = _start(group, V1, 2)
+        # Counted from "serving", a loaded machine's first tick came after the first second
+        # judged, which no series had yet: legacy "missed" it.
+        wait_until(lambda: _saved(postgres_url, ("report", "legacy")), 20, "v1's schedules")
         started = datetime.now(UTC)
         time.sleep(ALONE_S)
         new = _start(group, V2, 2)
@@ -127,7 +140,10 @@ def test_old_and_new_versions_side_by_side_then_the_old_ones_stop(
     assert twice == []
     assert late == []
     assert (missed, off_grid) == ([], [])
-    assert (legacy_status, legacy_missed, after_removal) == ("removed", [], [])
+    rows = history(postgres_url)
+    assert (legacy_status, legacy_missed, after_removal) == ("removed", [], []), [
+        rows.get(("legacy", w)) for w in legacy_missed
+    ]
     assert fresh_missed == []
     assert all(e.pid in new for e in fresh)
     # Which version runs `report` side by side is not judged: whichever worker prepares first
