@@ -147,6 +147,9 @@ class EngineModel(RuleBasedStateMachine):
         self.ones = 0
         self.orphans: list[Claim] = []
         self.swept_at: datetime | None = None
+        # A crashed claim's (occurrence, attempt) -> the time of the sweep that took it back,
+        # the first after its lease ran out: its next attempt waits until then.
+        self.reclaimed_at: dict[tuple[int, int], datetime] = {}
 
     def _app(self, index: int) -> oncely.App:
         app = oncely.App(self.url, clock=self.clock)
@@ -489,7 +492,10 @@ class EngineModel(RuleBasedStateMachine):
         # usual five minutes, it refused every later sweep of an example (this clock is fake).
         worker = Worker(app, sweep_every=timedelta(milliseconds=1))
         worker.housekeeping.maybe_sweep(app._the_engine(), self.clock())
-        self.swept_at = self.clock()
+        self.swept_at = now = self.clock()
+        for claim in self.held:
+            if claim.lease_expires_at <= now:
+                self.reclaimed_at.setdefault((claim.occurrence_id, claim.attempt), now)
 
     @rule(retention=st.sampled_from(RETENTIONS), later=st.sampled_from(LATER))
     def prune(self, retention: timedelta, later: timedelta) -> None:
@@ -589,13 +595,14 @@ class EngineModel(RuleBasedStateMachine):
     def _busy(self, named: tuple[str | None, str], now: datetime) -> bool:
         """A crashed claim holds an occurrence of this timer under a live lease: its schedule is
         serial, so nothing else of it runs until that lease runs out. Or a sweep reclaimed it
-        after ``now`` (the clock stepped back since): its next attempt waits until then."""
-        swept = self.swept_at
+        after ``now`` (the clock stepped back since): its next attempt waits until then. The
+        sweep that reclaimed it, not the last one: a sweep after a step back took nothing back,
+        and judged by it the attempt was due 42 s before the time it was given."""
         return any(
             (c.tenant, c.key) == named
             and (
                 c.lease_expires_at > now
-                or (swept is not None and c.lease_expires_at <= swept and now < swept)
+                or now < self.reclaimed_at.get((c.occurrence_id, c.attempt), now)
             )
             for c in self.held
         )
@@ -710,3 +717,44 @@ def test_the_engine_keeps_its_invariants_through_random_interleavings(
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
     )
     OnThisStore.TestCase().runTest()
+
+
+def test_a_sweep_after_the_clock_stepped_back_leaves_a_reclaimed_attempt_its_time(
+    databases: Databases,
+) -> None:
+    # Found by the model above: its timer seemed due 42 s before the time its reclaimed
+    # attempt was given, since the model judged by the last sweep, not the one that reclaimed
+    # it. Replayed here, step by step, with every invariant after each step.
+    class OnThisStore(EngineModel):
+        pass
+
+    OnThisStore.databases = staticmethod(databases)
+    state = OnThisStore()
+    checks = [
+        getattr(state, name)
+        for name in dir(EngineModel)
+        if getattr(getattr(EngineModel, name), "hypothesis_stateful_invariant", None)
+    ]
+    steps: list[Callable[[], object]] = [
+        state.start,
+        lambda: state.defer(tenant=None, key=None, slot=5),  # at 11:30
+        lambda: state.clock.advance(hours=3),  # 12:00
+        lambda: state.crash_holding_claims(which=1, limit=2),  # its lease runs out at 13:00
+        lambda: state.clock.advance(hours=3),  # 15:00
+        lambda: state.sweep(which=0),  # reclaims it: the next attempt waits until 15:00
+        lambda: state.step_back(seconds=42),
+        lambda: state.sweep(which=1),  # takes nothing back
+        lambda: state.tick(which=1),  # 14:59:18: not yet
+        lambda: state.clock.advance(minutes=1),
+        lambda: state.tick(which=1),  # 15:00:18: it runs
+    ]
+    try:
+        assert len(checks) >= 10
+        for step in steps:
+            step()
+            for check in checks:
+                check()
+        (named,) = state.timers
+        assert state._ran(named, state.timers[named].at)
+    finally:
+        state.teardown()
