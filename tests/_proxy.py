@@ -115,12 +115,14 @@ class TcpProxy:
 
 @contextlib.contextmanager
 def proxied(url: str) -> Iterator[tuple[TcpProxy, str]]:
-    """A proxy in front of the server of database URL ``url``, and the URL through it."""
+    """A proxy in front of the server of ``url`` (PostgreSQL or Redis), and the same URL through
+    the proxy."""
     parts = urlsplit(url)
-    proxy = TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432)
-    port = proxy.start()
+    port = parts.port or (6379 if parts.scheme.startswith("redis") else 5432)
+    proxy = TcpProxy(parts.hostname or "127.0.0.1", port)
+    through = proxy.start()
     userinfo = parts.netloc.rpartition("@")[0]
-    netloc = f"{userinfo}@127.0.0.1:{port}" if userinfo else f"127.0.0.1:{port}"
+    netloc = f"{userinfo}@127.0.0.1:{through}" if userinfo else f"127.0.0.1:{through}"
     try:
         yield proxy, urlunsplit(parts._replace(netloc=netloc))
     finally:

@@ -107,7 +107,7 @@ class _Watch:
     def story(self, address: str) -> list[int]:
         """The distinct answers in order: [200, 503, 200] for an outage seen and recovered."""
         story: list[int] = []
-        for code, _, _ in self.seen[address]:
+        for code, _ in self.reasons(address):
             if not story or story[-1] != code:
                 story.append(code)
         return story

@@ -26,7 +26,7 @@ import redis
 from _faults import scaled
 
 import oncely
-from _proxy import TcpProxy
+from _proxy import proxied
 from oncely.errors import LockUnavailable
 
 INSTANCES = int(scaled(2, 4))
@@ -85,35 +85,32 @@ def test_the_redis_lock_fails_closed_through_an_outage_and_recovers(
     # Not the fixture's db: every test session on this server flushes that one around each
     # of its Redis tests, and a flush mid-run frees the lock under its holder. A name of its own
     # in another db, deleted afterwards, is touched by nobody else.
-    parts = urlsplit(redis_url)._replace(path=f"/{OWN_DB}", query="")
+    own = urlunsplit(urlsplit(redis_url)._replace(path=f"/{OWN_DB}", query=""))
     name = f"fault-{uuid.uuid4().hex[:8]}"
-    proxy = TcpProxy(parts.hostname or "127.0.0.1", parts.port or 6379)
-    port = proxy.start()
-    through = urlunsplit(parts._replace(netloc=f"127.0.0.1:{port}"))
     tally = _Tally()
     until = time.monotonic() + 2 * STEADY_S + OUTAGE_S
-    threads = [
-        threading.Thread(
-            target=_instance,
-            args=(through, name, f"sqlite:///{tmp_path / f'app-{n}.db'}", tally, until),
-        )
-        for n in range(INSTANCES)
-    ]
-    try:
-        for thread in threads:
-            thread.start()
-        time.sleep(STEADY_S)
-        proxy.cut()
-        cut_at = time.monotonic()
-        time.sleep(OUTAGE_S)
-        proxy.restore()
-        restored_at = time.monotonic()
-        for thread in threads:
-            thread.join()
-    finally:
-        proxy.close()
-        with redis.Redis.from_url(urlunsplit(parts)) as client:
-            client.delete(*client.keys(f"*{name}*"))
+    with proxied(own) as (proxy, through):
+        threads = [
+            threading.Thread(
+                target=_instance,
+                args=(through, name, f"sqlite:///{tmp_path / f'app-{n}.db'}", tally, until),
+            )
+            for n in range(INSTANCES)
+        ]
+        try:
+            for thread in threads:
+                thread.start()
+            time.sleep(STEADY_S)
+            proxy.cut()
+            cut_at = time.monotonic()
+            time.sleep(OUTAGE_S)
+            proxy.restore()
+            restored_at = time.monotonic()
+            for thread in threads:
+                thread.join()
+        finally:
+            with redis.Redis.from_url(own) as client:
+                client.delete(*client.keys(f"*{name}*"))
     assert tally.errors == []
     phases = {
         "before": lambda t: t < cut_at,

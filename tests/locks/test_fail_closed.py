@@ -7,31 +7,29 @@ from datetime import timedelta
 import pytest
 
 import oncely
-from _proxy import TcpProxy
+from _proxy import proxied
 from oncely.errors import LockUnavailable
 
 
 def test_the_database_down_means_the_guarded_function_does_not_run(postgres_url: str) -> None:
-    proxy = TcpProxy("127.0.0.1", 5432)
-    port = proxy.start()
-    app = oncely.App(postgres_url.replace("@127.0.0.1:5432/", f"@127.0.0.1:{port}/"))
-    ran: list[int] = []
-    lock = app.lock("export", at_most=timedelta(seconds=10))
+    with proxied(postgres_url) as (proxy, through):
+        app = oncely.App(through)
+        ran: list[int] = []
+        lock = app.lock("export", at_most=timedelta(seconds=10))
 
-    @lock
-    def export() -> None:
-        ran.append(1)
+        @lock
+        def export() -> None:
+            ran.append(1)
 
-    export()
-    proxy.cut()
-    try:
-        with pytest.raises(LockUnavailable, match="does not run"):
-            export()
-        with pytest.raises(LockUnavailable), lock:
-            ran.append(2)
-    finally:
-        proxy.close()
-        app.close()
+        export()
+        proxy.cut()
+        try:
+            with pytest.raises(LockUnavailable, match="does not run"):
+                export()
+            with pytest.raises(LockUnavailable), lock:
+                ran.append(2)
+        finally:
+            app.close()
     assert ran == [1]
 
 

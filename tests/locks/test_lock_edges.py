@@ -11,7 +11,7 @@ import pytest
 from _lock_support import Provided
 
 import oncely
-from _proxy import TcpProxy
+from _proxy import TcpProxy, proxied
 
 
 @pytest.fixture(params=["postgres", "redis"])
@@ -20,23 +20,21 @@ def cut_during_hold(
 ) -> Iterator[tuple[Callable[[str], oncely.Lock], TcpProxy]]:
     """Locks whose provider is reached through a proxy the test cuts while holding one (once: a
     pool that saw the cut may take longer than a call's wait to connect again)."""
-    if request.param == "postgres":
-        proxy = TcpProxy("127.0.0.1", 5432)
-        port = proxy.start()
-        url: str = request.getfixturevalue("postgres_url")
-        app = oncely.App(url.replace("@127.0.0.1:5432/", f"@127.0.0.1:{port}/"))
-        provider = None
-    else:
-        redis_url: str = request.getfixturevalue("redis_url")
-        proxy = TcpProxy("127.0.0.1", 6379)
-        port = proxy.start()
-        app = oncely.App(request.getfixturevalue("sqlite_url"))
-        provider = oncely.locks.redis(redis_url.replace(":6379/", f":{port}/"))
-    try:
-        yield lambda name: app.lock(name, at_most=timedelta(seconds=10), provider=provider), proxy
-    finally:
-        proxy.close()
-        app.close()
+    url: str = request.getfixturevalue(f"{request.param}_url")
+    with proxied(url) as (proxy, through):
+        if request.param == "postgres":
+            app = oncely.App(through)
+            provider = None
+        else:
+            app = oncely.App(request.getfixturevalue("sqlite_url"))
+            provider = oncely.locks.redis(through)
+        try:
+            yield (
+                lambda name: app.lock(name, at_most=timedelta(seconds=10), provider=provider),
+                proxy,
+            )
+        finally:
+            app.close()
 
 
 @pytest.mark.parametrize("use", ["decorated", "with"])

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import redis as redis_py
 
-from _proxy import TcpProxy
+from _proxy import proxied
 from oncely.errors import ConfigurationError, LockUnavailable
 from oncely.locks.redis import RedisProvider, redis
 from oncely.model import Lease
@@ -342,25 +342,22 @@ def test_a_server_that_never_answers_fails_within_the_timeout_without_retrying()
 
 
 def test_a_cut_connection_fails_closed_and_the_provider_recovers(redis_url: str) -> None:
-    upstream = redis_py.Redis.from_url(redis_url).get_connection_kwargs()
-    proxy = TcpProxy(str(upstream.get("host", "127.0.0.1")), int(upstream.get("port", 6379)))
-    port = proxy.start()
-    provider = redis(f"redis://127.0.0.1:{port}/{upstream.get('db', 15)}")
-    try:
-        lease = provider.acquire("export", "a#1", LONG)
-        assert lease is not None
-        proxy.cut()
-        with pytest.raises(LockUnavailable):
-            provider.holder("export")
-        proxy.restore()
+    with proxied(redis_url) as (proxy, through):
+        provider = redis(through)
+        try:
+            lease = provider.acquire("export", "a#1", LONG)
+            assert lease is not None
+            proxy.cut()
+            with pytest.raises(LockUnavailable):
+                provider.holder("export")
+            proxy.restore()
 
-        held = provider.holder("export")
+            held = provider.holder("export")
 
-        assert held is not None
-        assert held.token == lease.token
-    finally:
-        provider.close()
-        proxy.close()
+            assert held is not None
+            assert held.token == lease.token
+        finally:
+            provider.close()
 
 
 # --- concurrency and connections ------------------------------------------------------------

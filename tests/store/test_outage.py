@@ -16,7 +16,7 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from _proxy import TcpProxy
+from _proxy import TcpProxy, proxied
 from oncely.errors import StoreUnavailable
 from oncely.store import PostgresStore
 
@@ -26,12 +26,9 @@ REFUSED_WITHIN_S = 4.0  # its 0.5 s wait on an empty pool, and the slack
 
 @pytest.fixture
 def proxy(postgres_url: str) -> Iterator[tuple[TcpProxy, str]]:
-    """A proxy in front of the test database, and the conninfo that goes through it."""
-    server = conninfo_to_dict(postgres_url)
-    proxy = TcpProxy(str(server.get("host") or "127.0.0.1"), int(server.get("port") or 5432))
-    port = proxy.start()
-    yield proxy, make_conninfo(postgres_url, host="127.0.0.1", port=str(port))
-    proxy.close()
+    """A proxy in front of the test database, and the URL that goes through it."""
+    with proxied(postgres_url) as made:
+        yield made
 
 
 def busy(store: PostgresStore, connections: int) -> None:

@@ -8,26 +8,24 @@ import logging
 import pytest
 
 import oncely
-from _proxy import TcpProxy
+from _proxy import proxied
 
 
 def test_the_pool_does_not_log_each_failed_connection_of_oncelys_pool(
     postgres_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    proxy = TcpProxy("127.0.0.1", 5432)
-    port = proxy.start()
-    app = oncely.App(postgres_url.replace("@127.0.0.1:5432/", f"@127.0.0.1:{port}/"))
-    try:
-        assert app.history() == []
-        proxy.cut()
-        with (
-            caplog.at_level(logging.INFO, logger="psycopg.pool"),
-            pytest.raises(oncely.StoreUnavailable),
-        ):
-            app.history()
-    finally:
-        proxy.close()
-        app.close()
+    with proxied(postgres_url) as (proxy, through):
+        app = oncely.App(through)
+        try:
+            assert app.history() == []
+            proxy.cut()
+            with (
+                caplog.at_level(logging.INFO, logger="psycopg.pool"),
+                pytest.raises(oncely.StoreUnavailable),
+            ):
+                app.history()
+        finally:
+            app.close()
     pool_warnings = [
         r.getMessage()
         for r in caplog.records

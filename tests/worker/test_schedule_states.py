@@ -8,13 +8,12 @@ import logging
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from _worker_support import FakeClock
 from prometheus_client.parser import text_string_to_metric_families
 
-from _proxy import TcpProxy
+from _proxy import proxied
 from oncely import every
 from oncely.store import Store, open_store
 from oncely.worker.metrics import Metrics
@@ -79,34 +78,33 @@ def test_nothing_is_served_before_there_is_a_store_to_read() -> None:
 def test_a_store_that_is_down_serves_the_last_reading_with_its_age_and_says_so_once(
     postgres_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    parts = urlsplit(postgres_url)
-    proxy = TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432)
-    port = proxy.start()
-    store = open_store(urlunsplit(parts._replace(netloc=f"{parts.username}@127.0.0.1:{port}")))
-    clock = FakeClock()
-    metrics = Metrics()
-    metrics.schedules_from(ScheduleStates(store.schedule_states, clock=clock))
-    try:
-        _save(store, "a")
-        store.set_paused(None, "a", True, NOW)
-        assert _states(metrics) == {(("job", "remind"), ("state", "paused")): 1}
-        proxy.cut()
-        with caplog.at_level(logging.INFO, logger="oncely"):
-            for _ in range(3):
+    with proxied(postgres_url) as (proxy, through):
+        store = open_store(through)
+        clock = FakeClock()
+        metrics = Metrics()
+        metrics.schedules_from(ScheduleStates(store.schedule_states, clock=clock))
+        try:
+            _save(store, "a")
+            store.set_paused(None, "a", True, NOW)
+            assert _states(metrics) == {(("job", "remind"), ("state", "paused")): 1}
+            proxy.cut()
+            with caplog.at_level(logging.INFO, logger="oncely"):
+                for _ in range(3):
+                    clock.advance(MAX_AGE_S)
+                    started = time.monotonic()
+                    samples = _scrape(metrics)
+                    assert time.monotonic() - started < WAIT_S + 1  # never the store's 5 s timeout
+                    assert (
+                        samples[("oncely_schedules", (("job", "remind"), ("state", "paused")))] == 1
+                    )
+                    time.sleep(WAIT_S)  # the failed read is over before the next scrape
+                assert samples[("oncely_schedules_read_age_seconds", ())] >= 3 * MAX_AGE_S
+                warnings = [r for r in caplog.records if "could not read" in r.getMessage()]
+                assert len(warnings) == 1
+                assert warnings[0].levelno == logging.WARNING
+                proxy.restore()
                 clock.advance(MAX_AGE_S)
-                started = time.monotonic()
-                samples = _scrape(metrics)
-                assert time.monotonic() - started < WAIT_S + 1  # never the store's 5 s timeout
-                assert samples[("oncely_schedules", (("job", "remind"), ("state", "paused")))] == 1
-                time.sleep(WAIT_S)  # the failed read is over before the next scrape
-            assert samples[("oncely_schedules_read_age_seconds", ())] >= 3 * MAX_AGE_S
-            warnings = [r for r in caplog.records if "could not read" in r.getMessage()]
-            assert len(warnings) == 1
-            assert warnings[0].levelno == logging.WARNING
-            proxy.restore()
-            clock.advance(MAX_AGE_S)
-            assert _scrape(metrics)[("oncely_schedules_read_age_seconds", ())] == 0
-        assert any("reads the schedules' states" in r.getMessage() for r in caplog.records)
-    finally:
-        store.close()
-        proxy.close()
+                assert _scrape(metrics)[("oncely_schedules_read_age_seconds", ())] == 0
+            assert any("reads the schedules' states" in r.getMessage() for r in caplog.records)
+        finally:
+            store.close()

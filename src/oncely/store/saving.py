@@ -60,7 +60,7 @@ SAVE_CHUNK = 1_000
 
 
 def batch_params(batch: Sequence[Saving], now: datetime) -> list[dict[str, Any]]:
-    """`item_params` of each item of ``batch``; an error says which item (``.item``)."""
+    """`_item_params` of each item of ``batch``; an error says which item (``.item``)."""
     params: list[dict[str, Any]] = []
     # By trigger identity: the one-offs of a bulk defer at one time share their trigger.
     specs: dict[int, str] = {}
@@ -69,14 +69,14 @@ def batch_params(batch: Sequence[Saving], now: datetime) -> list[dict[str, Any]]
             spec = specs.get(id(item.trigger))
             if spec is None:
                 spec = specs[id(item.trigger)] = spec_text(item.trigger)
-            params.append(item_params(item, now, spec))
+            params.append(_item_params(item, now, spec))
     except OncelyError as exc:
         exc.item = len(params)
         raise
     return params
 
 
-def item_params(item: Saving, now: datetime, trigger_spec: str) -> dict[str, Any]:
+def _item_params(item: Saving, now: datetime, trigger_spec: str) -> dict[str, Any]:
     """The parameters of ``upsert_schedules`` for one `Saving`, times still as datetimes;
     ``trigger_spec`` is its trigger's `spec_text`. Raises `InvalidPayload`."""
     return {
