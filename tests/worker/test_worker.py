@@ -630,3 +630,37 @@ def test_a_wake_up_from_another_thread_ends_a_sleep_at_once() -> None:
     wake.wait(5.0)
     setter.join()
     assert time.monotonic() - began < 1.0
+
+
+def test_a_wake_up_ends_a_sleep_whose_pipe_is_above_select_s_limit() -> None:
+    """Lesson from the engine model: after it, the process held a thousand descriptors, the
+    next worker's pipe was above 1024, and its loop died: "filedescriptor out of range"."""
+    from oncely.worker.wakeups import Wake
+
+    filler = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        wake = Wake()
+        assert wake._read > 1024
+        wake.set()
+        began = time.monotonic()
+        wake.wait(5.0)
+        assert time.monotonic() - began < 1.0
+    finally:
+        for descriptor in filler:
+            os.close(descriptor)
+
+
+def test_a_worker_that_is_gone_leaves_no_descriptor_open() -> None:
+    import gc
+
+    from oncely.worker.wakeups import Wake
+
+    def open_now() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    before = open_now()
+    wakes = [Wake() for _ in range(20)]
+    assert open_now() >= before + 40
+    del wakes
+    gc.collect()
+    assert open_now() == before

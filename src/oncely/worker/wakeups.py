@@ -14,6 +14,7 @@ import os
 import select
 import threading
 import time
+import weakref
 from collections.abc import Callable
 
 from oncely.errors import OncelyError
@@ -39,7 +40,15 @@ class Wake:
         self._read, self._write = os.pipe()
         os.set_blocking(self._read, False)
         os.set_blocking(self._write, False)
+        # poll, not select: in a process with a thousand files open, the pipe's descriptor was
+        # above select's limit (1024) and the loop died ("filedescriptor out of range").
+        self._poll = select.poll()
+        self._poll.register(self._read, select.POLLIN)
         self._pending = False
+        # Closed when the loop object goes, not by a method: `set` may come from another thread
+        # or a signal handler after the loop has ended, and would write to a closed descriptor,
+        # or to a file that took its number. Never closed, each worker made kept two open.
+        weakref.finalize(self, _close, self._read, self._write)
 
     def set(self) -> None:
         # One byte per sleep, not one per finished handler: a burst's handler threads spent
@@ -52,7 +61,7 @@ class Wake:
 
     def wait(self, timeout: float) -> None:
         """Sleep up to ``timeout`` seconds or until `set`; clears pending wake-ups."""
-        select.select([self._read], [], [], max(timeout, 0.0))
+        self._poll.poll(max(timeout, 0.0) * 1000)
         with contextlib.suppress(BlockingIOError):
             while os.read(self._read, 4096):
                 pass
@@ -61,6 +70,11 @@ class Wake:
         # read with the rest while `set` stayed skipped: the loop slept its whole delay with
         # every handler idle.
         self._pending = False
+
+
+def _close(*descriptors: int) -> None:
+    for descriptor in descriptors:
+        os.close(descriptor)
 
 
 class ChangeChannel:
