@@ -471,9 +471,10 @@ def test_claims_taken_ahead_start_on_time_while_the_next_due_time_is_prepared(
     prepares: list[tuple[float, float, float]] = []  # ahead prepares: (start, end, ahead_to)
     slow_prepare = Engine.prepare
 
-    def prepare(engine: Engine, report: TickReport, *, ahead_to: datetime | None = None) -> None:
+    def prepare(engine: Engine, report: TickReport, *, ahead_to: datetime | None = None,
+                budget: float | None = None) -> None:  # fmt: skip
         began = time.time()
-        slow_prepare(engine, report, ahead_to=ahead_to)
+        slow_prepare(engine, report, ahead_to=ahead_to, budget=budget)
         if ahead_to is not None:
             time.sleep(0.7)  # the lead becomes 1.5 x 0.7 s: longer than the 1 s gap
             prepares.append((began, time.time(), ahead_to.timestamp()))
@@ -535,6 +536,42 @@ def test_a_backlog_is_claimed_cycle_after_cycle_without_preparing_again(
         eventually(lambda: len(done) == 100, what="the backlog")
     assert claims[0] >= 20
     assert prepares[0] <= 3
+    app.close()
+
+
+def test_a_worker_behind_many_due_schedules_runs_some_before_it_has_written_them_all(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lesson from the bad-input fault test: a worker that started with 6,000 overdue schedules
+    wrote every one of them (two seconds) before it ran any, and its every-second schedules
+    skipped the seconds meanwhile. Here 40 due schedules take twenty slow batches to write."""
+    from oncely.engine import tick
+
+    app = oncely.App(url)
+    written: list[float] = []  # when each batch was written (monotonic)
+    started: list[float] = []
+    store = type(app.store)
+    materialise = store.materialise_many
+
+    def slow(self: Any, batch: Any, now: datetime) -> Any:
+        time.sleep(0.05)
+        done = materialise(self, batch, now)
+        written.append(time.monotonic())
+        return done
+
+    monkeypatch.setattr(store, "materialise_many", slow)
+    monkeypatch.setattr(tick, "_SCHEDULE_BATCH", 2)
+
+    @app.job(overlap="allow")
+    def item(run: oncely.Run) -> None:
+        started.append(time.monotonic())
+
+    for n in range(40):
+        app.schedule(item, oncely.every(seconds=2), key=f"i{n}")
+    time.sleep(2.1)  # every one of them is due
+    with serving(app):
+        eventually(lambda: len(written) >= 20 and started, timeout=30, what="twenty batches")
+    assert started[0] < written[19], "the first run waited for every batch to be written"
     app.close()
 
 

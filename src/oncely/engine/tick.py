@@ -61,7 +61,8 @@ class TickReport:
     ``skipped``: occurrences this tick recorded as skipped, by (job, `SkipCause`), wherever it
     wrote them (materialising, claiming, or starting one too late); ``paused_by_job``: schedules
     its bookings paused (pause_after); ``invalid_by_job``: schedules it stopped as invalid. Each
-    counts only what this process wrote, never what another did to the same rows.
+    counts only what this process wrote, never what another did to the same rows. ``behind``:
+    materialising ran out of its budget with due schedules left for the next prepare.
     """
 
     materialised: int = 0
@@ -72,6 +73,7 @@ class TickReport:
     skipped: dict[tuple[str, SkipCause], int] = field(default_factory=dict)
     paused_by_job: dict[str, int] = field(default_factory=dict)
     invalid_by_job: dict[str, int] = field(default_factory=dict)
+    behind: bool = False
 
     @property
     def ran(self) -> int:
@@ -124,6 +126,8 @@ class Engine:
         self.reconciled = False
         self._batch = _FIRST_BATCH
         self._turn = 0
+        # Due schedules up to this time may be left, for the next prepare; None: none are.
+        self._backlog_until: datetime | None = None
 
     def tick(self) -> TickReport:
         """Everything due now, run in this thread; raises `TickFailed` naming the failing step."""
@@ -134,7 +138,13 @@ class Engine:
         _step("run", self._run, report)
         return report
 
-    def prepare(self, report: TickReport, *, ahead_to: datetime | None = None) -> None:
+    def prepare(
+        self,
+        report: TickReport,
+        *,
+        ahead_to: datetime | None = None,
+        budget: float | None = None,
+    ) -> None:
         """The steps before running: reconcile (once), resume the schedules whose pause ended,
         abandon lost at_most_once attempts, materialise what is due. Raises `TickFailed` at the
         first step that fails.
@@ -142,12 +152,15 @@ class Engine:
         ``ahead_to`` (the worker's next due time, a moment away) also materialises what comes
         due by then, as pending rows that become claimable at their time: at that time the
         worker only claims, instead of first writing every row that came due at once.
+
+        ``budget``: seconds to spend materialising, after which the rest waits for the next
+        prepare (``report.behind``), so that the caller can claim and run what is written first.
         """
         if not self.reconciled:
             _step("reconcile", self._reconcile, report)
         _step("resume", self._resume, report)
         _step("abandon", self._abandon, report)
-        _step("materialise", lambda r: self._materialise(r, ahead_to), report)
+        _step("materialise", lambda r: self._materialise(r, ahead_to, budget), report)
 
     def claim(self, limit: int, *, due_by: datetime | None = None) -> Claims:
         """Claim up to ``limit`` occurrences of this engine's jobs due now (or by ``due_by``,
@@ -216,12 +229,46 @@ class Engine:
                 lost.attempts,
             )
 
-    def _materialise(self, report: TickReport, ahead_to: datetime | None = None) -> None:
+    def _materialise(
+        self, report: TickReport, ahead_to: datetime | None, budget: float | None
+    ) -> None:
+        """Materialise what is due, for at most ``budget`` seconds (at least one batch). What
+        is left over is the backlog, which the next prepare takes up again after it has
+        materialised what came due since the backlog was left."""
+        began = time.monotonic()
+
+        def spent() -> bool:
+            return budget is not None and time.monotonic() - began >= budget
+
         seen: set[tuple[str | None, str]] = set()
+        backlog = self._backlog_until
+        newly = None
+        if backlog is not None:
+            # The newly due first: behind a worker's start with 6,000 overdue schedules, an
+            # every-second schedule waited for all of them to be written, and missed seconds.
+            newly = self._batches(report, ahead_to, seen, spent, after=backlog)
+        left = self._batches(report, ahead_to, seen, spent, until=backlog)
+        self._backlog_until = left if left is not None else newly
+        report.behind = self._backlog_until is not None
+
+    def _batches(
+        self,
+        report: TickReport,
+        ahead_to: datetime | None,
+        seen: set[tuple[str | None, str]],
+        spent: Callable[[], bool],
+        *,
+        after: datetime | None = None,
+        until: datetime | None = None,
+    ) -> datetime | None:
+        """Materialise due schedules (next run after ``after``, by ``until`` or now) batch by
+        batch, none in ``seen`` twice, until none are left (returns None) or ``spent()`` says
+        the time is up (returns the bound up to which some may be left)."""
         while True:
             now = self.clock()
-            until = max(now, ahead_to) if ahead_to is not None else now
-            due = self.store.due_schedules(until, self.jobs, _SCHEDULE_BATCH)
+            planned_to = max(now, ahead_to or now, until or now)
+            bound = planned_to if until is None else until
+            due = self.store.due_schedules(bound, self.jobs, _SCHEDULE_BATCH, after=after)
             fresh = [s for s in due if (s.tenant, s.key) not in seen]
             batch: list[Materialisation] = []
             unreadable = []
@@ -230,13 +277,15 @@ class Engine:
                 if schedule.trigger is None:
                     unreadable.append(schedule)
                     continue
-                batch.append(self._plan(schedule, now, until))
+                batch.append(self._plan(schedule, now, planned_to))
             written = self.store.materialise_many(batch, now)
             report.materialised += written.new
             report.skip(written.skipped)
             self._stop_invalid(unreadable, now, report)
             if len(due) < _SCHEDULE_BATCH or not fresh:
-                return
+                return None
+            if spent():
+                return bound
 
     def _stop_invalid(self, unreadable: list[Schedule], now: datetime, report: TickReport) -> None:
         """Stop the schedules whose stored trigger no longer reads, after the batch's others are

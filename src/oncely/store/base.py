@@ -39,6 +39,9 @@ Item = tuple[int, Saving, dict[str, Any]]
 #: them (with their schedule's row), the ids of schedules whose pending future is replaced.
 Decision = tuple[list[dict[str, Any]], list[tuple[dict[str, Any], Planned]], list[int]]
 
+# The lower bound of `due_schedules` when none is asked: before any stored time.
+_BEFORE_ANY = datetime(1, 1, 1, tzinfo=UTC)
+
 
 class SqlStore(Bookings):
     """A store in one SQL database; a dialect subclass says how to reach and bind it."""
@@ -196,8 +199,20 @@ class SqlStore(Bookings):
                 self._notify(connection)
         return max(added, 0)
 
-    def due_schedules(self, now: datetime, jobs: Collection[str], limit: int) -> list[Schedule]:
-        params = {"now": now, "jobs": self._texts(sorted(jobs)), "limit": limit}
+    def due_schedules(
+        self,
+        now: datetime,
+        jobs: Collection[str],
+        limit: int,
+        *,
+        after: datetime | None = None,
+    ) -> list[Schedule]:
+        params = {
+            "now": now,
+            "after": _BEFORE_ANY if after is None else after,
+            "jobs": self._texts(sorted(jobs)),
+            "limit": limit,
+        }
         with self._reading() as connection:
             rows = self._rows(connection, "due_schedules", params)
         return [records.schedule(row) for row in rows]

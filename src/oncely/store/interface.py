@@ -250,8 +250,16 @@ class Store(ABC):
         """
 
     @abstractmethod
-    def due_schedules(self, now: datetime, jobs: Collection[str], limit: int) -> list[Schedule]:
-        """Return active, unpaused schedules of ``jobs`` whose next run is at or before ``now``.
+    def due_schedules(
+        self,
+        now: datetime,
+        jobs: Collection[str],
+        limit: int,
+        *,
+        after: datetime | None = None,
+    ) -> list[Schedule]:
+        """Return active, unpaused schedules of ``jobs`` whose next run is at or before ``now``
+        (and, with ``after``, later than it).
 
         Earliest first, at most ``limit``. A schedule with no next run (NULL) is never due. One
         whose stored trigger no longer reads is returned with status ``invalid`` and no trigger.

@@ -20,6 +20,10 @@ LEAD_DECAY = 0.9
 # handlers get through in one turn of the loop: at 1,024 they sat idle for half of every turn.
 HORIZON_S = 1.0
 PREFETCH_MAX = 4096
+# A prepare of what is due now writes for at most this long, then claims, and goes on with the
+# rest next turn: a worker that started with 6,000 overdue schedules wrote for two seconds before
+# it ran anything, and its every-second schedules skipped the seconds meanwhile.
+CATCH_UP_S = 0.2
 # Something due that this worker cannot claim yet (an occurrence buffered behind one another
 # worker runs) would otherwise wake the loop again at once, forever.
 NOT_OURS_S = 5.0

@@ -340,7 +340,7 @@ SELECT id, tenant, key, job, origin, trigger_spec, 'null'::jsonb AS payload, pau
     status_reason, next_run_at, created_at, updated_at
 FROM oncely_schedules
 WHERE status = 'active' AND NOT paused AND next_run_at IS NOT NULL
-  AND next_run_at <= %(now)s AND job = ANY(%(jobs)s::text[])
+  AND next_run_at > %(after)s AND next_run_at <= %(now)s AND job = ANY(%(jobs)s::text[])
 ORDER BY next_run_at
 LIMIT %(limit)s;
 

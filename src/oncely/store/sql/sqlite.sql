@@ -267,7 +267,7 @@ SELECT id, tenant, key, job, origin, trigger_spec, 'null' AS payload, paused, st
     status_reason, next_run_at, created_at, updated_at
 FROM oncely_schedules
 WHERE status = 'active' AND paused = 0 AND next_run_at IS NOT NULL
-  AND next_run_at <= :now AND job IN (SELECT value FROM json_each(:jobs))
+  AND next_run_at > :after AND next_run_at <= :now AND job IN (SELECT value FROM json_each(:jobs))
 ORDER BY next_run_at
 LIMIT :limit;
 
