@@ -24,6 +24,7 @@ import psycopg
 
 import oncely
 from _peers import harness
+from oncely.store.base import BEFORE_ANY
 
 SPEC = json.dumps(oncely.every(hours=1).to_spec(), sort_keys=True)
 
@@ -114,7 +115,7 @@ def explain(url: str, store: Any, now: datetime, used: Counter[str]) -> dict[str
     """The scans in the plan of each query an idle tick sends (PostgreSQL)."""
     params: dict[str, Any] = {
         "now": now, "due_by": now, "jobs": ["idle"], "limit": 100, "owner": "bench#0",
-        "until": now, "exclude": "{}",
+        "until": now, "exclude": "{}", "after": BEFORE_ANY,
     }  # fmt: skip
     plans = {}
     with psycopg.connect(url) as connection:

@@ -692,12 +692,16 @@ def test_a_worker_that_is_gone_leaves_no_descriptor_open() -> None:
 
     from oncely.worker.wakeups import Wake
 
-    def open_now() -> int:
-        return len(os.listdir("/proc/self/fd"))
+    def pipe_of(descriptor: int) -> int | None:
+        """The pipe's inode behind ``descriptor``; None once it is closed."""
+        try:
+            return os.fstat(descriptor).st_ino
+        except OSError:
+            return None
 
-    before = open_now()
     wakes = [Wake() for _ in range(20)]
-    assert open_now() >= before + 40
+    pipes = {fd: pipe_of(fd) for wake in wakes for fd in (wake._read, wake._write)}
     del wakes
     gc.collect()
-    assert open_now() == before
+    # Closed, or the number taken since by another file (other threads open files meanwhile).
+    assert [fd for fd, pipe in pipes.items() if pipe_of(fd) == pipe] == []

@@ -40,7 +40,7 @@ Item = tuple[int, Saving, dict[str, Any]]
 Decision = tuple[list[dict[str, Any]], list[tuple[dict[str, Any], Planned]], list[int]]
 
 # The lower bound of `due_schedules` when none is asked: before any stored time.
-_BEFORE_ANY = datetime(1, 1, 1, tzinfo=UTC)
+BEFORE_ANY = datetime(1, 1, 1, tzinfo=UTC)
 
 
 class SqlStore(Bookings):
@@ -209,7 +209,7 @@ class SqlStore(Bookings):
     ) -> list[Schedule]:
         params = {
             "now": now,
-            "after": _BEFORE_ANY if after is None else after,
+            "after": BEFORE_ANY if after is None else after,
             "jobs": self._texts(sorted(jobs)),
             "limit": limit,
         }
