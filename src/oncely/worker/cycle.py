@@ -73,7 +73,6 @@ class Cycle:
         self._prefetch = concurrency
         self._ahead_to: datetime | None = None
         self._more_waiting = False
-        self._behind = False
 
     def changed(self) -> None:
         """Something may have come due sooner: prepare again at the next turn."""
@@ -144,6 +143,7 @@ class Cycle:
             or time.monotonic() - self._prepared_at >= self.wake_cap
         )
         ahead_to = None
+        behind = False
         if prepare:
             self._changed = False
             self._prepare_began = time.monotonic()
@@ -158,7 +158,7 @@ class Cycle:
             # Ahead of a due time, the whole of it: the lead is learned from the time it took.
             budget = None if ahead_to is not None else pacing.CATCH_UP_S
             self._engine().prepare(report, ahead_to=ahead_to, budget=budget)
-            self._behind = report.behind
+            behind = report.behind
             for job, count in report.abandoned_by_job.items():
                 self._metrics.outcome(job, "abandoned", count)
             self._metrics.missed(report)
@@ -180,7 +180,7 @@ class Cycle:
             self._every_minute()
             self.step = (time.monotonic(), "reading the next due time")
             # Behind: the rest of what is due is written next turn, at once.
-            self._due_at = now if self._behind else self.next_due(now)
+            self._due_at = now if behind else self.next_due(now)
         self._start_early()
 
     def _claims_wait_before_due(self) -> bool:
