@@ -234,6 +234,8 @@ class PostgresStore(PostgresSchedules):
         return self._run(self._cursor_on(connection), name, params).rowcount
 
     def _run(self, cursor: CursorT, name: str, params: Mapping[str, Any]) -> CursorT:
+        if name in _JOINED_TO_ARRAYS:
+            cursor.execute(self._sql["join_by_hash"])
         cursor.execute(self._statement(name, params), params, prepare=_prepared(name))
         return cursor
 
@@ -276,11 +278,14 @@ class PostgresStore(PostgresSchedules):
 _PIPELINES = psycopg.Pipeline.is_supported()
 
 
-# Planned for their arrays every time, never prepared: statistics taken while nothing ran say
-# "no running rows", and the generic plan psycopg's prepared statement gets after five runs then
-# read every running row once per booked one (10 ms for 30 rows with 1,100 running; a burst's
-# booking took 60% of the worker's loop).
-_UNPREPARED = frozenset({"book_success", "extend_leases", "release_claims", "mark_left_running"})
+# Statements joined to arrays of claims. Planned for their arrays every time, never prepared:
+# statistics taken while nothing ran say "no running rows", and the generic plan psycopg's
+# prepared statement gets after five runs then read every running row once per booked one (10 ms
+# for 30 rows with 1,100 running; a burst's booking took 60% of the worker's loop). Each runs
+# after join_by_hash, for the same reason at plan time (its comment).
+_JOINED_TO_ARRAYS = frozenset(
+    {"book_success", "extend_leases", "release_claims", "mark_left_running"}
+)
 
 
 # The limit is written into the statement, not bound: PostgreSQL costed the generic plan for an
@@ -291,8 +296,9 @@ _LIMIT_WRITTEN = frozenset({"due_schedules"})
 
 
 def _prepared(name: str) -> bool | None:
-    """psycopg's ``prepare`` for query ``name``: False for `_UNPREPARED`, else its default."""
-    return False if name in _UNPREPARED else None
+    """psycopg's ``prepare`` for query ``name``: False for `_JOINED_TO_ARRAYS`, else its
+    default."""
+    return False if name in _JOINED_TO_ARRAYS else None
 
 
 def _bigint_array(values: Iterable[int]) -> str:

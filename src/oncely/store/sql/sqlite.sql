@@ -524,6 +524,10 @@ SET consecutive_failures = consecutive_failures + 1,
 WHERE id = :schedule_id
 RETURNING consecutive_failures, paused, coalesce(paused = 1 AND :was_paused = 0, 0) AS paused_now;
 
+-- name: join_by_hash
+-- Not used on SQLite either: its planner reads the arrays' rows by primary key already.
+SELECT 1;
+
 -- name: prefer_ordered_scans
 -- Not used on SQLite, whose planner reads the claimable index in order already; it exists so
 -- that both dialects keep one set of query names.
