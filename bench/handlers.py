@@ -606,6 +606,7 @@ def measure(
         "handlers": HANDLERS,
         "date": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
         "load": list(os.getloadavg()),
+        "cores": os.cpu_count(),
         "python": platform.python_version(),
         "postgres": harness.server_version(server),
         "command": " ".join(["python", "bench/handlers.py", *sys.argv[1:]]),
