@@ -365,7 +365,7 @@ def test_postgres_statements_joined_to_claims_read_each_row_once(
 ) -> None:
     # With either, the planner took the running rows for a handful and read all of them once per
     # claim in the arrays: a booking of 60 of 4,000 running read 240,000 rows and took 100 ms,
-    # and in a burst the loop waited on its bookings for 4 s of 6 while the handlers idled.
+    # and a worker draining a burst spent 4 s of 6 in its loop waiting on its bookings.
     store = open_store(postgres_url)
     try:
         store.migrate(NOW)

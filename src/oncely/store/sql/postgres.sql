@@ -690,7 +690,7 @@ SELECT set_config('enable_sort', 'off', true), set_config('jit', 'off', true);
 -- the like). Statistics taken before a burst, or none yet on a new partition, say "no running
 -- rows"; the planner then read every running row (or every row of the burst's instant) once per
 -- claim in the arrays, in a nested loop: a booking of 60 claims read 240,000 rows and took
--- 100 ms, and the loop spent 4 s of a 6 s burst waiting on its bookings while handlers idled.
+-- 100 ms, and a worker draining a burst spent 4 s of 6 in its loop waiting on its bookings.
 -- Without nested loops the arrays are hashed, and each statement reads its rows once, by the
 -- primary key ("o.id = ANY") where it can: "IS NOT DISTINCT FROM 'running'" (status is never
 -- NULL) keeps it off the running rows' partial index. JIT off as in prefer_ordered_scans: the
