@@ -26,6 +26,7 @@ from oncely import at, every
 from oncely.arguments import FINAL_STATUSES
 from oncely.model import Planned
 from oncely.store import open_store
+from oncely.store.postgres import PostgresStore
 from oncely.store.queries import queries
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -370,6 +371,7 @@ def test_postgres_statements_joined_to_claims_read_each_row_once(
     # claim in the arrays: a booking of 60 of 4,000 running read 240,000 rows and took 100 ms,
     # and a worker draining a burst spent 4 s of 6 in its loop waiting on its bookings.
     store = open_store(postgres_url)
+    assert isinstance(store, PostgresStore)
     try:
         store.migrate(NOW)
         now = datetime.now(UTC)
@@ -389,21 +391,21 @@ def test_postgres_statements_joined_to_claims_read_each_row_once(
         assert len(claims) == 4000
         booked = claims[:count]
         params = {
-            "book_success": {**store._claims(booked), "now": now},  # type: ignore[attr-defined]
-            "release_claims": store._claims(booked),  # type: ignore[attr-defined]
-            "mark_left_running": {**store._claims(booked), "reason": "r"},  # type: ignore[attr-defined]
-            "extend_leases": store._leases_until([(c, now + lease) for c in booked]),  # type: ignore[attr-defined]
+            "book_success": {**store._claims(booked), "now": now},
+            "release_claims": store._claims(booked),
+            "mark_left_running": {**store._claims(booked), "reason": "r"},
+            "extend_leases": store._leases_until([(c, now + lease) for c in booked]),
         }
         # Each statement as the store runs it (with what it runs first), explained.
-        sql = store._sql  # type: ignore[attr-defined]
-        store._sql = {  # type: ignore[attr-defined]
+        sql = store._sql
+        store._sql = {
             **sql,
             **{name: f"EXPLAIN (ANALYZE, FORMAT JSON) {sql[name]}" for name in params},
         }
         wasted = {}
         for name, values in params.items():
-            with store._connect() as connection:  # type: ignore[attr-defined]
-                (row,) = store._rows(connection, name, values)  # type: ignore[attr-defined]
+            with store._connect() as connection:
+                (row,) = store._rows(connection, name, values)
                 wasted[name] = _join_filtered(row["QUERY PLAN"][0]["Plan"])
                 connection.rollback()
     finally:

@@ -525,7 +525,8 @@ WHERE id = :schedule_id
 RETURNING consecutive_failures, paused, coalesce(paused = 1 AND :was_paused = 0, 0) AS paused_now;
 
 -- name: join_by_hash
--- Not used on SQLite either: its planner reads the arrays' rows by primary key already.
+-- Not used on SQLite (nor is prefer_ordered_scans): its planner reads the arrays' rows by
+-- primary key already.
 SELECT 1;
 
 -- name: prefer_ordered_scans
